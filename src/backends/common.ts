@@ -1,0 +1,223 @@
+/**
+ * The part every backend shares: option defaults and the argument checks that
+ * run before any I/O. A backend implements {@link LeaseDriver} with arguments
+ * already validated and normalised; {@link createBackend} wraps it into the
+ * public {@link LeaseBackend}.
+ */
+import { BackendUnavailableError, InvalidArgumentError } from '../lease/errors.ts';
+import type {
+  AuditEntry,
+  AuditOptions,
+  BackendKind,
+  ChangeBatch,
+  ChangeOptions,
+  CheckpointRead,
+  ForceReleaseOptions,
+  LeaseAdmin,
+  LeaseBackend,
+  LeaseInfo,
+  LeasePage,
+  LeaseRecord,
+  ListOptions,
+  OpenOptions,
+  PruneOptions,
+} from '../lease/types.ts';
+import {
+  checkId,
+  checkInt,
+  checkOptionalPrefix,
+  checkOptions,
+  checkRecord,
+  checkState,
+  checkText,
+  checkToken,
+  checkTtl,
+  DEFAULT_MAX_STATE_BYTES,
+  MAX_MAX_STATE_BYTES,
+  MAX_TTL_MS,
+} from '../lease/validate.ts';
+
+export interface ResolvedOptions {
+  migrate: boolean;
+  schema: string;
+  keyPrefix: string;
+  maxStateBytes: number;
+  poolSize: number;
+  callTimeoutMs: number;
+}
+
+const NAME = /^[a-z_][a-z0-9_]{0,39}$/;
+const PREFIX = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
+  const o = checkOptions<OpenOptions>('options', options, [
+    'migrate',
+    'schema',
+    'keyPrefix',
+    'maxStateBytes',
+    'poolSize',
+    'callTimeoutMs',
+  ]);
+  if (o.migrate !== undefined && typeof o.migrate !== 'boolean') {
+    throw new InvalidArgumentError('options.migrate must be a boolean');
+  }
+  const schema = o.schema ?? 'worklease';
+  if (typeof schema !== 'string' || !NAME.test(schema)) {
+    throw new InvalidArgumentError(
+      'options.schema must be a lower-case SQL identifier (letters, digits, _; at most 40 characters)',
+    );
+  }
+  const keyPrefix = o.keyPrefix ?? 'worklease';
+  if (typeof keyPrefix !== 'string' || !PREFIX.test(keyPrefix)) {
+    throw new InvalidArgumentError('options.keyPrefix must be 1-64 characters of A-Z a-z 0-9 _ . : -');
+  }
+  return {
+    migrate: o.migrate ?? true,
+    schema,
+    keyPrefix,
+    maxStateBytes: checkInt('options.maxStateBytes', o.maxStateBytes, 0, MAX_MAX_STATE_BYTES, DEFAULT_MAX_STATE_BYTES),
+    poolSize: checkInt('options.poolSize', o.poolSize, 1, 1000, 10),
+    callTimeoutMs: checkInt('options.callTimeoutMs', o.callTimeoutMs, 1, MAX_TTL_MS, 10_000),
+  };
+}
+
+export interface DriverListOptions {
+  cursor: string | null;
+  limit: number;
+  workIdPrefix: string | undefined;
+  holderId: string | undefined;
+}
+
+/** What a backend implements. Arguments arrive validated; ttl is whole milliseconds. */
+export interface LeaseDriver {
+  readonly kind: BackendKind;
+  readonly url: string;
+  acquire(workId: string, holderId: string, ttlMs: number, stepId: string | null): Promise<LeaseRecord>;
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void>;
+  renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord>;
+  release(record: LeaseRecord): Promise<void>;
+  readCheckpoint(record: LeaseRecord): Promise<CheckpointRead>;
+  get(workId: string): Promise<LeaseInfo | null>;
+  list(options: DriverListOptions): Promise<LeasePage>;
+  forceRelease(workId: string, expectedToken: bigint, operator: string, reason: string): Promise<LeaseInfo>;
+  audit(workId: string | undefined, limit: number): Promise<AuditEntry[]>;
+  prune(olderThanMs: number, limit: number): Promise<number>;
+  serverTime(): Promise<Date>;
+  changeCursor(): Promise<string>;
+  changes(cursor: string, limit: number): Promise<ChangeBatch>;
+  close(): Promise<void>;
+}
+
+/** Wraps a driver with the contract's argument checks and the closed-state check. */
+export function createBackend(driver: LeaseDriver, maxStateBytes: number): LeaseBackend {
+  let closed = false;
+  const open = (): void => {
+    if (closed) throw new BackendUnavailableError(`backend ${driver.url} is closed`);
+  };
+  const admin: LeaseAdmin = {
+    async get(workId) {
+      checkId('workId', workId);
+      open();
+      return driver.get(workId);
+    },
+    async list(options: ListOptions = {}) {
+      const o = checkOptions<ListOptions>('options', options, ['cursor', 'limit', 'workIdPrefix', 'holderId']);
+      if (o.cursor !== undefined && o.cursor !== null && typeof o.cursor !== 'string') {
+        throw new InvalidArgumentError('options.cursor must be a string or null');
+      }
+      const holderId = o.holderId === undefined ? undefined : checkId('options.holderId', o.holderId);
+      const listOptions: DriverListOptions = {
+        cursor: o.cursor ?? null,
+        limit: checkInt('options.limit', o.limit, 1, 10_000, 500),
+        workIdPrefix: checkOptionalPrefix('options.workIdPrefix', o.workIdPrefix),
+        holderId,
+      };
+      open();
+      return driver.list(listOptions);
+    },
+    async forceRelease(workId, options: ForceReleaseOptions) {
+      checkId('workId', workId);
+      const o = checkOptions<ForceReleaseOptions>('options', options, ['expectedToken', 'operator', 'reason']);
+      const expectedToken = checkToken(o.expectedToken, 'options.expectedToken');
+      const operator = checkText('options.operator', o.operator, 200);
+      const reason = checkText('options.reason', o.reason, 2000);
+      open();
+      return driver.forceRelease(workId, expectedToken, operator, reason);
+    },
+    async audit(options: AuditOptions = {}) {
+      const o = checkOptions<AuditOptions>('options', options, ['workId', 'limit']);
+      const workId = o.workId === undefined ? undefined : checkId('options.workId', o.workId);
+      const limit = checkInt('options.limit', o.limit, 1, 1000, 100);
+      open();
+      return driver.audit(workId, limit);
+    },
+    async prune(options: PruneOptions) {
+      const o = checkOptions<PruneOptions>('options', options, ['olderThanMs', 'limit']);
+      const olderThanMs = checkInt('options.olderThanMs', o.olderThanMs, 0, Number.MAX_SAFE_INTEGER, -1);
+      if (olderThanMs < 0) throw new InvalidArgumentError('options.olderThanMs is required');
+      const limit = checkInt('options.limit', o.limit, 1, 100_000, 1000);
+      open();
+      return driver.prune(olderThanMs, limit);
+    },
+    async serverTime() {
+      open();
+      return driver.serverTime();
+    },
+    async changeCursor() {
+      open();
+      return driver.changeCursor();
+    },
+    async changes(options: ChangeOptions) {
+      const o = checkOptions<ChangeOptions>('options', options, ['cursor', 'limit']);
+      if (typeof o.cursor !== 'string' || o.cursor.length === 0) {
+        throw new InvalidArgumentError('options.cursor must be a cursor string from changeCursor() or changes()');
+      }
+      const limit = checkInt('options.limit', o.limit, 1, 10_000, 1000);
+      open();
+      return driver.changes(o.cursor, limit);
+    },
+  };
+  return {
+    kind: driver.kind,
+    url: driver.url,
+    maxStateBytes,
+    async acquire(workId, holderId, ttlMs, options = {}) {
+      checkId('workId', workId);
+      checkId('holderId', holderId);
+      const ttl = checkTtl(ttlMs);
+      const o = checkOptions<{ stepId: string }>('options', options, ['stepId']);
+      const stepId = o.stepId === undefined ? null : checkId('options.stepId', o.stepId);
+      open();
+      return driver.acquire(workId, holderId, ttl, stepId);
+    },
+    async checkpoint(record, state, ttlMs) {
+      checkRecord(record);
+      checkState(state, maxStateBytes);
+      const ttl = checkTtl(ttlMs);
+      open();
+      return driver.checkpoint(record, state, ttl);
+    },
+    async renew(record, ttlMs) {
+      checkRecord(record);
+      const ttl = checkTtl(ttlMs);
+      open();
+      return driver.renew(record, ttl);
+    },
+    async release(record) {
+      checkRecord(record);
+      open();
+      return driver.release(record);
+    },
+    async readCheckpoint(record) {
+      checkRecord(record);
+      open();
+      return driver.readCheckpoint(record);
+    },
+    admin,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await driver.close();
+    },
+  };
+}

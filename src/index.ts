@@ -1,0 +1,42 @@
+/**
+ * worklease — the package entry. Everything public is exported from here.
+ */
+import { parseBackendUrl } from './backends/url.ts';
+import type { LeaseBackend, OpenOptions } from './lease/types.ts';
+import { checkOptions } from './lease/validate.ts';
+
+export * from './lease/errors.ts';
+export type * from './lease/types.ts';
+export { MAX_ID_LENGTH, MAX_TTL_MS, DEFAULT_MAX_STATE_BYTES } from './lease/validate.ts';
+export { parseBackendUrl, redactUrl } from './backends/url.ts';
+
+const OPEN_OPTIONS = ['migrate', 'schema', 'keyPrefix', 'maxStateBytes', 'poolSize', 'callTimeoutMs'] as const;
+
+/**
+ * Opens a lease backend by URL:
+ * - `postgres://…` / `postgresql://…` (option `schema`, default `worklease`)
+ * - `redis://…` / `rediss://…` (option `keyPrefix`, default `worklease`)
+ * - `redis+cluster://host:port[,host:port…]`
+ * - `pglite://memory` or `pglite:///absolute/dir` (embedded Postgres)
+ *
+ * Creates or upgrades the schema unless `{ migrate: false }`.
+ */
+export async function openBackend(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
+  const { kind } = parseBackendUrl(url);
+  checkOptions<OpenOptions>('options', options, OPEN_OPTIONS);
+  switch (kind) {
+    case 'postgres': {
+      const { openPostgres } = await import('./backends/postgres/index.ts');
+      return openPostgres(url, options);
+    }
+    case 'pglite': {
+      const { openPglite } = await import('./backends/pglite/index.ts');
+      return openPglite(url, options);
+    }
+    case 'redis':
+    case 'redis-cluster': {
+      const { openRedis } = await import('./backends/redis/index.ts');
+      return openRedis(url, options);
+    }
+  }
+}

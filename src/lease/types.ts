@@ -1,0 +1,217 @@
+/**
+ * The lease contract shared by every backend.
+ *
+ * Terminology (used the same way in code, docs, CLI and console):
+ * - **work item**: a unit of work named by a `workId` (a job, a shard, a partition).
+ * - **lease**: an exclusive, time-bounded right to work on one work item, granted
+ *   to one holder until `expiresAt` by the backend's clock.
+ * - **holder**: the worker process that holds a lease, named by a `holderId`.
+ * - **fencing token**: a number that strictly increases every time a work item's
+ *   lease changes hands (acquire or force-release). Writes carry it; a write with
+ *   an old token is refused (`FENCED`), so a holder that lost its lease cannot write.
+ * - **checkpoint**: the bytes a holder saves under its lease to record progress;
+ *   kept across leases so the next holder resumes from it.
+ * - **clean handoff**: a lease began cleanly when the work item was new or its
+ *   previous holder released it; it did not when the previous lease ran out
+ *   (a **takeover**) or was force-released.
+ * - **fleet**: all the work items and holders one backend serves.
+ * - **stuck**: a lease that is still renewed but whose checkpoint has not moved
+ *   for a configured time.
+ * - **force-release**: an operator ends a lease: its token is bumped so the old
+ *   holder is fenced out, and the action is written to the audit log.
+ *
+ * All durations are milliseconds and say so in their names (`ttlMs`).
+ */
+
+/** A currently held lease as its holder knows it. Returned by `acquire`, passed back to every other call. */
+export interface LeaseRecord {
+  readonly workId: string;
+  readonly holderId: string;
+  readonly fencingToken: bigint;
+  /** When the lease runs out, by the backend's clock, as of the last acquire/renew/checkpoint. */
+  readonly expiresAt: Date;
+}
+
+export interface AcquireOptions {
+  /**
+   * Which step of the work this holder is on (for idempotent side effects).
+   * Stored with the lease so operators can see it. Default: none.
+   */
+  stepId?: string;
+}
+
+export interface CheckpointRead {
+  /** The latest checkpoint bytes, or null when none was ever saved. */
+  state: Uint8Array | null;
+  /** True when this lease began cleanly: the work item was new or its previous holder released it. */
+  cleanHandoff: boolean;
+}
+
+/** How the lease before the current one ended, as seen when the current one was acquired. */
+export type PredecessorEnd = 'none' | 'released' | 'expired' | 'force-released';
+
+/** How the current lease ended, if it was ended explicitly. Running out is derived from `expiresAt`. */
+export type LeaseEnd = 'released' | 'force-released';
+
+/** Everything stored about one work item's lease, for operators. */
+export interface LeaseInfo {
+  workId: string;
+  holderId: string;
+  fencingToken: bigint;
+  expiresAt: Date;
+  /** The ttl given by the last acquire/renew/checkpoint. */
+  ttlMs: number;
+  stepId: string | null;
+  acquiredAt: Date;
+  renewedAt: Date | null;
+  checkpointedAt: Date | null;
+  releasedAt: Date | null;
+  /** Size in bytes of the stored checkpoint, or null when none was ever saved. */
+  checkpointSize: number | null;
+  /** See {@link CheckpointRead.cleanHandoff}. */
+  cleanHandoff: boolean;
+  predecessorEnd: PredecessorEnd;
+  /** Null while the lease has not been released or force-released (it may still have run out). */
+  ended: LeaseEnd | null;
+  /**
+   * Bumped by every write to this work item. With `fencingToken` it orders the
+   * versions of one lease row: (token, version) strictly increases.
+   */
+  version: bigint;
+}
+
+export interface ListOptions {
+  /** Opaque cursor from the previous page's `nextCursor`. */
+  cursor?: string | null;
+  /** Page size, 1..10 000. Default 500. */
+  limit?: number;
+  /** Only work ids starting with this prefix. */
+  workIdPrefix?: string;
+  /** Only leases whose current or last holder is this one. */
+  holderId?: string;
+}
+
+export interface LeasePage {
+  items: LeaseInfo[];
+  /** Null on the last page. */
+  nextCursor: string | null;
+}
+
+export interface ForceReleaseOptions {
+  /** The fencing token the operator saw; the call refuses with CONFLICT if the stored one differs. */
+  expectedToken: bigint;
+  /** Who did it (recorded in the audit log). */
+  operator: string;
+  /** Why (recorded in the audit log). Required, non-empty. */
+  reason: string;
+}
+
+export interface AuditEntry {
+  /** Opaque, unique per backend. */
+  id: string;
+  at: Date;
+  action: 'force-release';
+  workId: string;
+  operator: string;
+  reason: string;
+  oldHolderId: string;
+  oldToken: bigint;
+  newToken: bigint;
+}
+
+export interface AuditOptions {
+  workId?: string;
+  /** Newest first; 1..1000, default 100. */
+  limit?: number;
+}
+
+export interface PruneOptions {
+  /** Remove work items whose lease ended (released, force-released or ran out) more than this long ago. */
+  olderThanMs: number;
+  /** At most this many in one call; default 1000. */
+  limit?: number;
+}
+
+/** What kind of write produced a change. */
+export type ChangeKind = 'acquired' | 'renewed' | 'checkpointed' | 'released' | 'force-released' | 'pruned';
+
+export interface LeaseChange {
+  workId: string;
+  kind: ChangeKind;
+  /** The lease after the change; null for `pruned`. */
+  lease: LeaseInfo | null;
+  /** For `pruned`: the last token the work item had (a later acquire continues from it). */
+  fencingToken: bigint;
+  version: bigint;
+}
+
+export interface ChangeBatch {
+  changes: LeaseChange[];
+  /** Pass to the next `changes` call to resume after this batch. */
+  cursor: string;
+  /**
+   * True when the given cursor is too old for the backend's retained changes
+   * (some were trimmed). The caller must take a fresh snapshot with `list`
+   * after `changeCursor()` and resume from there.
+   */
+  gap: boolean;
+}
+
+export interface ChangeOptions {
+  /** From `changeCursor()` or a previous batch. */
+  cursor: string;
+  /** At most this many changes; 1..10 000, default 1000. The batch may hold fewer even when more exist. */
+  limit?: number;
+}
+
+/** Operator-facing calls: reading the fleet, force-release, audit, pruning, the change feed. */
+export interface LeaseAdmin {
+  get(workId: string): Promise<LeaseInfo | null>;
+  /** Pages ordered by work id; a work item that exists for the whole walk is listed exactly once. */
+  list(options?: ListOptions): Promise<LeasePage>;
+  /** Ends a lease at once and fences its holder. See {@link ForceReleaseOptions}. */
+  forceRelease(workId: string, options: ForceReleaseOptions): Promise<LeaseInfo>;
+  audit(options?: AuditOptions): Promise<AuditEntry[]>;
+  /** Deletes ended work items (their checkpoints too); tokens continue where they were. Returns how many. */
+  prune(options: PruneOptions): Promise<number>;
+  /** The backend's clock. */
+  serverTime(): Promise<Date>;
+  /** A cursor at the current head of the change feed; changes after this call come after it. */
+  changeCursor(): Promise<string>;
+  /** Changes after `cursor`, oldest first. A change may be delivered more than once; apply by (token, version). */
+  changes(options: ChangeOptions): Promise<ChangeBatch>;
+}
+
+/** The lease contract (DESIGN §2). Every call is a single attempt and one round trip. */
+export interface LeaseBackend {
+  /** `postgres`, `redis`, `redis-cluster` or `pglite`. */
+  readonly kind: BackendKind;
+  /** The URL it was opened with, password removed. */
+  readonly url: string;
+  /** The largest checkpoint this backend accepts, in bytes. */
+  readonly maxStateBytes: number;
+  acquire(workId: string, holderId: string, ttlMs: number, options?: AcquireOptions): Promise<LeaseRecord>;
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void>;
+  renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord>;
+  release(record: LeaseRecord): Promise<void>;
+  readCheckpoint(record: LeaseRecord): Promise<CheckpointRead>;
+  readonly admin: LeaseAdmin;
+  close(): Promise<void>;
+}
+
+export type BackendKind = 'postgres' | 'redis' | 'redis-cluster' | 'pglite';
+
+export interface OpenOptions {
+  /** Create or upgrade the schema on open. Default true. When false, a missing or old schema is a SCHEMA_MISMATCH error. */
+  migrate?: boolean;
+  /** Postgres/PGlite schema name. Default `worklease`. */
+  schema?: string;
+  /** Redis key prefix. Default `worklease`. */
+  keyPrefix?: string;
+  /** Largest checkpoint accepted, in bytes. Default 1 MiB (1 048 576); at most 64 MiB. */
+  maxStateBytes?: number;
+  /** Connections (Postgres pool size). Default 10. */
+  poolSize?: number;
+  /** How long one call may wait for the server before failing with BACKEND_UNAVAILABLE. Default 10 000 ms. */
+  callTimeoutMs?: number;
+}

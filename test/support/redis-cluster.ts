@@ -1,0 +1,112 @@
+/**
+ * Starts a throw-away Redis Cluster (3 masters, no replicas) on loopback ports
+ * from the installed `redis-server`, for the tests. Nothing is written outside
+ * a temporary directory; `stop()` kills the nodes and removes it.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export interface RedisCluster {
+  /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3` */
+  url: string;
+  ports: number[];
+  stop(): Promise<void>;
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** Three ports p such that p and p+10000 (the cluster bus) are free. */
+async function pickPorts(count: number): Promise<number[]> {
+  const ports: number[] = [];
+  for (let attempt = 0; ports.length < count && attempt < 500; attempt++) {
+    const p = 20000 + Math.floor(Math.random() * 20000);
+    if (ports.includes(p)) continue;
+    if ((await portFree(p)) && (await portFree(p + 10000))) ports.push(p);
+  }
+  if (ports.length < count) throw new Error('could not find free loopback ports for the Redis Cluster');
+  return ports;
+}
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'worklease-cluster-'));
+  const ports = await pickPorts(masters);
+  const children: ChildProcess[] = [];
+  const stop = async (): Promise<void> => {
+    for (const child of children) child.kill('SIGKILL');
+    await Promise.all(
+      children.map((c) => (c.exitCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r)))),
+    );
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    for (const port of ports) {
+      const child = spawn(
+        'redis-server',
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--cluster-enabled',
+          'yes',
+          '--cluster-config-file',
+          join(dir, `nodes-${port}.conf`),
+          '--cluster-node-timeout',
+          '5000',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          dir,
+          '--logfile',
+          join(dir, `redis-${port}.log`),
+        ],
+        { stdio: 'ignore' },
+      );
+      children.push(child);
+    }
+    for (const port of ports) {
+      await waitFor(async () => (await run('redis-cli', ['-p', String(port), 'ping'])).stdout.trim() === 'PONG', `redis node ${port}`);
+    }
+    await run('redis-cli', [
+      '--cluster',
+      'create',
+      ...ports.map((p) => `127.0.0.1:${p}`),
+      '--cluster-replicas',
+      '0',
+      '--cluster-yes',
+    ]);
+    for (const port of ports) {
+      await waitFor(
+        async () => (await run('redis-cli', ['-p', String(port), 'cluster', 'info'])).stdout.includes('cluster_state:ok'),
+        `cluster state ok on ${port}`,
+      );
+    }
+    return { url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`, ports, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
