@@ -21,6 +21,8 @@ import type {
   ListOptions,
   OpenOptions,
   PruneOptions,
+  ReadStateOptions,
+  StatePage,
 } from '../lease/types.ts';
 import {
   checkId,
@@ -102,6 +104,7 @@ export interface LeaseDriver {
   forceRelease(workId: string, expectedToken: bigint, operator: string, reason: string): Promise<LeaseInfo>;
   audit(workId: string | undefined, limit: number): Promise<AuditEntry[]>;
   prune(olderThanMs: number, limit: number): Promise<number>;
+  readState(workId: string, offset: number, length: number): Promise<StatePage | null>;
   serverTime(): Promise<Date>;
   changeCursor(): Promise<string>;
   changes(cursor: string, limit: number): Promise<ChangeBatch>;
@@ -158,6 +161,14 @@ export function createBackend(driver: LeaseDriver, maxStateBytes: number): Lease
       const limit = checkInt('options.limit', o.limit, 1, 100_000, 1000);
       open();
       return driver.prune(olderThanMs, limit);
+    },
+    async readState(workId, options: ReadStateOptions = {}) {
+      checkId('workId', workId);
+      const o = checkOptions<ReadStateOptions>('options', options, ['offset', 'length']);
+      const offset = checkInt('options.offset', o.offset, 0, MAX_MAX_STATE_BYTES, 0);
+      const length = checkInt('options.length', o.length, 1, 1024 * 1024, 65_536);
+      open();
+      return driver.readState(workId, offset, length);
     },
     async serverTime() {
       open();

@@ -125,6 +125,23 @@ export interface AuditOptions {
   limit?: number;
 }
 
+export interface ReadStateOptions {
+  /** Byte offset, default 0. */
+  offset?: number;
+  /** At most this many bytes, 1..1 048 576, default 65 536. */
+  length?: number;
+}
+
+export interface StatePage {
+  /** Token of the lease the checkpoint was read under (the current one). */
+  fencingToken: bigint;
+  /** Total checkpoint size in bytes; null when no checkpoint was ever saved. */
+  size: number | null;
+  offset: number;
+  /** The bytes from `offset`, at most `length` of them. */
+  bytes: Uint8Array;
+}
+
 export interface PruneOptions {
   /** Remove work items whose lease ended (released, force-released or ran out) more than this long ago. */
   olderThanMs: number;
@@ -174,6 +191,11 @@ export interface LeaseAdmin {
   audit(options?: AuditOptions): Promise<AuditEntry[]>;
   /** Deletes ended work items (their checkpoints too); tokens continue where they were. Returns how many. */
   prune(options: PruneOptions): Promise<number>;
+  /**
+   * Reads stored checkpoint bytes for operators, without a lease record, one page at a time
+   * (large payloads are never fetched whole). Null when the work item does not exist.
+   */
+  readState(workId: string, options?: ReadStateOptions): Promise<StatePage | null>;
   /** The backend's clock. */
   serverTime(): Promise<Date>;
   /** A cursor at the current head of the change feed; changes after this call come after it. */
