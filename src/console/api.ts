@@ -1,0 +1,318 @@
+/**
+ * The console's one typed API contract, written once. The console service
+ * (src/console/service.ts) implements it; the web server (HTTP + WebSocket),
+ * the Electron preload/main (IPC) and the renderer's client are all derived
+ * from the `methods` table and the `ConsoleEvent` schema below, and every
+ * message crossing a boundary is validated against them.
+ *
+ * This module is plain TypeScript + zod: no Node, no DOM, no backend. The
+ * renderer imports it.
+ *
+ * Wire conventions: fencing tokens and versions are decimal strings (JSON has
+ * no bigint); times are epoch milliseconds by the backend's clock; bytes are
+ * base64.
+ */
+import { z } from 'zod';
+
+export const ErrorCodeSchema = z.enum([
+  'LEASE_HELD',
+  'FENCED',
+  'LEASE_EXPIRED',
+  'LEASE_LOST',
+  'CONFLICT',
+  'NOT_FOUND',
+  'INVALID_ARGUMENT',
+  'BACKEND_UNAVAILABLE',
+  'SCHEMA_MISMATCH',
+  'FORBIDDEN',
+  'INTERNAL',
+]);
+
+export interface ErrorDataWire {
+  name: string;
+  code: z.infer<typeof ErrorCodeSchema>;
+  message: string;
+  details?: Record<string, unknown> | undefined;
+  cause?: ErrorDataWire | undefined;
+}
+export const ErrorDataSchema: z.ZodType<ErrorDataWire> = z.lazy(() =>
+  z.object({
+    name: z.string(),
+    code: ErrorCodeSchema,
+    message: z.string(),
+    details: z.record(z.string(), z.unknown()).optional(),
+    cause: ErrorDataSchema.optional(),
+  }),
+);
+
+const id = z.string().min(1).max(512);
+const token = z.string().regex(/^[1-9][0-9]{0,18}$/, 'a fencing token (decimal string)');
+const ms = z.number().int().nonnegative();
+
+/** Derived status of one lease (see src/console/status.ts for the rules). */
+export const LeaseStatusSchema = z.enum([
+  'live',
+  'expiring',
+  'expired',
+  'released',
+  'stuck',
+  'force-released',
+]);
+export type LeaseStatus = z.infer<typeof LeaseStatusSchema>;
+export const LEASE_STATUSES = LeaseStatusSchema.options;
+
+export const ThresholdsSchema = z.strictObject({
+  /** A live lease is `expiring` when less than this fraction of its ttl is left. Default 0.25. */
+  expiringFraction: z.number().gt(0).lt(1),
+  /** A live lease is `stuck` when renewed but its checkpoint has not moved for this long. Default 60 000 ms. */
+  stuckAfterMs: z.number().int().positive(),
+});
+export type Thresholds = z.infer<typeof ThresholdsSchema>;
+export const DEFAULT_THRESHOLDS: Thresholds = { expiringFraction: 0.25, stuckAfterMs: 60_000 };
+
+/** One lease as the console shows it. Never carries checkpoint bytes. */
+export const LeaseRowSchema = z.strictObject({
+  workId: id,
+  holderId: id,
+  fencingToken: token,
+  expiresAt: ms,
+  ttlMs: ms,
+  stepId: z.string().nullable(),
+  acquiredAt: ms,
+  renewedAt: ms.nullable(),
+  checkpointedAt: ms.nullable(),
+  releasedAt: ms.nullable(),
+  checkpointSize: ms.nullable(),
+  cleanHandoff: z.boolean(),
+  predecessorEnd: z.enum(['none', 'released', 'expired', 'force-released']),
+  ended: z.enum(['released', 'force-released']).nullable(),
+  version: z.string().regex(/^[0-9]{1,20}$/),
+});
+export type LeaseRow = z.infer<typeof LeaseRowSchema>;
+
+export const ConnectionStateSchema = z.enum(['connecting', 'live', 'reconnecting', 'error', 'closed']);
+export type ConnectionState = z.infer<typeof ConnectionStateSchema>;
+
+export const ConnectionInfoSchema = z.strictObject({
+  id: z.string().min(1).max(100),
+  name: z.string().min(1).max(100),
+  /** Backend URL with the password removed. */
+  url: z.string(),
+  kind: z.enum(['postgres', 'redis', 'redis-cluster', 'pglite']),
+  readOnly: z.boolean(),
+  /** A label shown beside the connection so ops see where they are ("prod", "staging", "demo"). */
+  environment: z.string().max(40),
+  thresholds: ThresholdsSchema,
+  state: ConnectionStateSchema,
+  /** When the model was last known to match the backend (backend clock, ms); null before the first sync. */
+  syncedAt: ms.nullable(),
+  /** Backend clock minus this machine's clock, ms. */
+  clockOffsetMs: z.number(),
+  error: ErrorDataSchema.nullable(),
+});
+export type ConnectionInfo = z.infer<typeof ConnectionInfoSchema>;
+
+export const CountsSchema = z.strictObject({
+  total: ms,
+  byStatus: z.record(LeaseStatusSchema, ms),
+  /** Top holders by number of leases (current or last holder). */
+  byHolder: z.array(z.strictObject({ holderId: z.string(), count: ms })),
+});
+export type Counts = z.infer<typeof CountsSchema>;
+
+export const RatePointSchema = z.strictObject({
+  /** Start of the minute, backend clock, ms. */
+  minute: ms,
+  acquires: ms,
+  takeovers: ms,
+  releases: ms,
+  forceReleases: ms,
+});
+export type RatePoint = z.infer<typeof RatePointSchema>;
+
+export const AuditEntryWireSchema = z.strictObject({
+  id: z.string(),
+  at: ms,
+  action: z.literal('force-release'),
+  workId: id,
+  operator: z.string(),
+  reason: z.string(),
+  oldHolderId: z.string(),
+  oldToken: token,
+  newToken: token,
+});
+export type AuditEntryWire = z.infer<typeof AuditEntryWireSchema>;
+
+export const DecodedCheckpointSchema = z.strictObject({
+  /** How the page is shown: JSON (pretty), UTF-8 text, or a hex dump with offsets. */
+  kind: z.enum(['empty', 'json', 'text', 'hex']),
+  /** The rendering of the bytes in this page. */
+  text: z.string(),
+  /** Parsed JSON value when kind is json (whole payload in one page only). */
+  json: z.unknown().optional(),
+});
+
+export const CheckpointPageSchema = z.strictObject({
+  workId: id,
+  fencingToken: token,
+  size: ms.nullable(),
+  offset: ms,
+  length: ms,
+  /** The raw bytes of this page, base64. */
+  base64: z.string(),
+  decoded: DecodedCheckpointSchema,
+});
+export type CheckpointPage = z.infer<typeof CheckpointPageSchema>;
+
+const connectionId = z.string().min(1).max(100);
+const urlSchema = z.string().min(1).max(4096);
+
+export const ConnectionInputSchema = z.strictObject({
+  name: z.string().trim().min(1).max(100),
+  url: urlSchema,
+  readOnly: z.boolean().default(false),
+  environment: z.string().trim().max(40).default(''),
+  thresholds: ThresholdsSchema.partial().optional(),
+});
+
+/**
+ * Every request the console answers: name → params schema and result schema.
+ * Transports route by name, validate `params` before calling the service and
+ * (in tests) validate results too.
+ */
+export const methods = {
+  'connections.list': { params: z.strictObject({}), result: z.array(ConnectionInfoSchema) },
+  'connections.add': { params: ConnectionInputSchema, result: ConnectionInfoSchema },
+  'connections.update': {
+    params: z.strictObject({ id: connectionId, changes: ConnectionInputSchema.partial() }),
+    result: ConnectionInfoSchema,
+  },
+  'connections.remove': { params: z.strictObject({ id: connectionId }), result: z.strictObject({}) },
+  /** Opens the URL, reads the server clock and schema version, closes. Never migrates. */
+  'connections.test': {
+    params: z.strictObject({ url: urlSchema }),
+    result: z.strictObject({ kind: ConnectionInfoSchema.shape.kind, serverTime: ms, latencyMs: z.number() }),
+  },
+  /** The whole model of one connection (rows never carry checkpoint bytes). */
+  'fleet.snapshot': {
+    params: z.strictObject({ connectionId }),
+    result: z.strictObject({
+      connectionId,
+      rows: z.array(LeaseRowSchema),
+      /** Sequence number of the last event applied to this snapshot; events with a higher one follow. */
+      seq: ms,
+      serverTime: ms,
+    }),
+  },
+  'fleet.counts': {
+    params: z.strictObject({ connectionId }),
+    result: z.strictObject({ counts: CountsSchema, rates: z.array(RatePointSchema) }),
+  },
+  /** One lease, read fresh from the backend. */
+  'lease.get': { params: z.strictObject({ connectionId, workId: id }), result: LeaseRowSchema.nullable() },
+  'checkpoint.read': {
+    params: z.strictObject({
+      connectionId,
+      workId: id,
+      offset: ms.max(64 * 1024 * 1024).default(0),
+      length: z
+        .number()
+        .int()
+        .min(1)
+        .max(1024 * 1024)
+        .default(64 * 1024),
+    }),
+    result: CheckpointPageSchema.nullable(),
+  },
+  /** Refused with FORBIDDEN on read-only connections, CONFLICT when the token moved. */
+  'lease.forceRelease': {
+    params: z.strictObject({
+      connectionId,
+      workId: id,
+      expectedToken: token,
+      reason: z.string().trim().min(1).max(2000),
+      operator: z.string().trim().min(1).max(200).optional(),
+    }),
+    result: LeaseRowSchema,
+  },
+  'audit.list': {
+    params: z.strictObject({
+      connectionId,
+      workId: id.optional(),
+      limit: z.number().int().min(1).max(1000).default(100),
+    }),
+    result: z.array(AuditEntryWireSchema),
+  },
+  /** Facts about the server side of the console (for the About box and the read-only banner). */
+  'console.info': {
+    params: z.strictObject({}),
+    result: z.strictObject({
+      version: z.string(),
+      /** True when the whole console was started read-only (`serve --read-only`). */
+      readOnly: z.boolean(),
+      operator: z.string(),
+      /** Whether connection profiles can be added/edited through this transport. */
+      profilesEditable: z.boolean(),
+    }),
+  },
+} as const;
+
+export type MethodName = keyof typeof methods;
+export type Params<M extends MethodName> = z.input<(typeof methods)[M]['params']>;
+export type ParsedParams<M extends MethodName> = z.output<(typeof methods)[M]['params']>;
+export type Result<M extends MethodName> = z.output<(typeof methods)[M]['result']>;
+
+export const METHOD_NAMES = Object.keys(methods) as MethodName[];
+
+export function isMethodName(name: unknown): name is MethodName {
+  return typeof name === 'string' && Object.hasOwn(methods, name);
+}
+
+/** Pushed to subscribers. `seq` increases by one per event per connection, so a gap is visible. */
+export const ConsoleEventSchema = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('leases'),
+    connectionId,
+    seq: ms,
+    /** Changed or new rows (latest version). */
+    upserts: z.array(LeaseRowSchema),
+    /** Work ids that no longer exist (pruned). */
+    removed: z.array(id),
+    serverTime: ms,
+  }),
+  z.strictObject({
+    type: z.literal('connection'),
+    connection: ConnectionInfoSchema,
+  }),
+  z.strictObject({
+    /** The model was rebuilt (after a gap in the backend's change feed): fetch a new snapshot. */
+    type: z.literal('resync'),
+    connectionId,
+    seq: ms,
+  }),
+  z.strictObject({
+    type: z.literal('connections'),
+    connections: z.array(ConnectionInfoSchema),
+  }),
+]);
+export type ConsoleEvent = z.infer<typeof ConsoleEventSchema>;
+
+/** The request envelope every transport carries. */
+export const RequestEnvelopeSchema = z.strictObject({
+  method: z.string().max(100),
+  params: z.unknown(),
+});
+
+export type ResponseEnvelope<T = unknown> = { ok: true; result: T } | { ok: false; error: ErrorDataWire };
+
+/**
+ * The API as the renderer sees it, whatever the transport: one `call` per
+ * request and one event subscription. Implemented by the web client
+ * (fetch + WebSocket), the Electron preload bridge, and in tests directly by
+ * the service.
+ */
+export interface ConsoleApi {
+  call<M extends MethodName>(method: M, params: Params<M>): Promise<Result<M>>;
+  /** Returns an unsubscribe function. */
+  subscribe(listener: (event: ConsoleEvent) => void): () => void;
+}

@@ -1,0 +1,45 @@
+/**
+ * Derived lease status, computed against the backend's clock. Pure: shared by
+ * the console service, the CLI and the renderer (which re-derives as time
+ * passes, so countdowns and expiry need no event).
+ */
+import type { LeaseRow, LeaseStatus, Thresholds } from './api.ts';
+
+/**
+ * - `force-released`: an operator ended it (until the work item is acquired again).
+ * - `released`: its holder released it cleanly.
+ * - `expired`: it ran out and nobody re-acquired it — orphaned work.
+ * - `stuck`: live, renewed within the stuck window, but its checkpoint has not
+ *   moved for `stuckAfterMs` (the holder heartbeats without making progress).
+ * - `expiring`: live with less than `expiringFraction` of its ttl left.
+ * - `live`: otherwise.
+ *
+ * @param serverNow the backend's clock now, ms (local clock + measured offset).
+ */
+export function leaseStatus(
+  row: Pick<LeaseRow, 'expiresAt' | 'ttlMs' | 'ended' | 'acquiredAt' | 'renewedAt' | 'checkpointedAt'>,
+  serverNow: number,
+  thresholds: Thresholds,
+): LeaseStatus {
+  if (row.ended === 'force-released') return 'force-released';
+  if (row.ended === 'released') return 'released';
+  if (row.expiresAt <= serverNow) return 'expired';
+  const progressAt = Math.max(row.checkpointedAt ?? 0, row.acquiredAt);
+  const heartbeatAt = Math.max(row.renewedAt ?? 0, row.checkpointedAt ?? 0, row.acquiredAt);
+  if (serverNow - progressAt >= thresholds.stuckAfterMs && heartbeatAt > progressAt) return 'stuck';
+  if (row.expiresAt - serverNow < row.ttlMs * thresholds.expiringFraction) return 'expiring';
+  return 'live';
+}
+
+/** The moment a row's status will change by time alone, or null if it never will. */
+export function nextStatusChangeAt(
+  row: Pick<LeaseRow, 'expiresAt' | 'ttlMs' | 'ended' | 'acquiredAt' | 'checkpointedAt'>,
+  serverNow: number,
+  thresholds: Thresholds,
+): number | null {
+  if (row.ended !== null || row.expiresAt <= serverNow) return null;
+  const candidates = [row.expiresAt, row.expiresAt - row.ttlMs * thresholds.expiringFraction];
+  candidates.push(Math.max(row.checkpointedAt ?? 0, row.acquiredAt) + thresholds.stuckAfterMs);
+  const future = candidates.filter((t) => t > serverNow);
+  return future.length === 0 ? null : Math.min(...future);
+}
