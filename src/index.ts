@@ -5,12 +5,19 @@ import { parseBackendUrl } from './backends/url.ts';
 import type { LeaseBackend, OpenOptions } from './lease/types.ts';
 import { checkOptions } from './lease/validate.ts';
 
+export { parseBackendUrl, redactUrl } from './backends/url.ts';
 export * from './lease/errors.ts';
 export type * from './lease/types.ts';
-export { MAX_ID_LENGTH, MAX_TTL_MS, DEFAULT_MAX_STATE_BYTES } from './lease/validate.ts';
-export { parseBackendUrl, redactUrl } from './backends/url.ts';
+export { DEFAULT_MAX_STATE_BYTES, MAX_ID_LENGTH, MAX_TTL_MS } from './lease/validate.ts';
 
-const OPEN_OPTIONS = ['migrate', 'schema', 'keyPrefix', 'maxStateBytes', 'poolSize', 'callTimeoutMs'] as const;
+const OPEN_OPTIONS = [
+  'migrate',
+  'schema',
+  'keyPrefix',
+  'maxStateBytes',
+  'poolSize',
+  'callTimeoutMs',
+] as const;
 
 /**
  * Opens a lease backend by URL:

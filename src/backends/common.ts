@@ -77,7 +77,13 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     migrate: o.migrate ?? true,
     schema,
     keyPrefix,
-    maxStateBytes: checkInt('options.maxStateBytes', o.maxStateBytes, 0, MAX_MAX_STATE_BYTES, DEFAULT_MAX_STATE_BYTES),
+    maxStateBytes: checkInt(
+      'options.maxStateBytes',
+      o.maxStateBytes,
+      0,
+      MAX_MAX_STATE_BYTES,
+      DEFAULT_MAX_STATE_BYTES,
+    ),
     poolSize: checkInt('options.poolSize', o.poolSize, 1, 1000, 10),
     callTimeoutMs: checkInt('options.callTimeoutMs', o.callTimeoutMs, 1, MAX_TTL_MS, 10_000),
   };
@@ -124,7 +130,12 @@ export function createBackend(driver: LeaseDriver, maxStateBytes: number): Lease
       return driver.get(workId);
     },
     async list(options: ListOptions = {}) {
-      const o = checkOptions<ListOptions>('options', options, ['cursor', 'limit', 'workIdPrefix', 'holderId']);
+      const o = checkOptions<ListOptions>('options', options, [
+        'cursor',
+        'limit',
+        'workIdPrefix',
+        'holderId',
+      ]);
       if (o.cursor !== undefined && o.cursor !== null && typeof o.cursor !== 'string') {
         throw new InvalidArgumentError('options.cursor must be a string or null');
       }
@@ -140,7 +151,11 @@ export function createBackend(driver: LeaseDriver, maxStateBytes: number): Lease
     },
     async forceRelease(workId, options: ForceReleaseOptions) {
       checkId('workId', workId);
-      const o = checkOptions<ForceReleaseOptions>('options', options, ['expectedToken', 'operator', 'reason']);
+      const o = checkOptions<ForceReleaseOptions>('options', options, [
+        'expectedToken',
+        'operator',
+        'reason',
+      ]);
       const expectedToken = checkToken(o.expectedToken, 'options.expectedToken');
       const operator = checkText('options.operator', o.operator, 200);
       const reason = checkText('options.reason', o.reason, 2000);
@@ -181,7 +196,9 @@ export function createBackend(driver: LeaseDriver, maxStateBytes: number): Lease
     async changes(options: ChangeOptions) {
       const o = checkOptions<ChangeOptions>('options', options, ['cursor', 'limit']);
       if (typeof o.cursor !== 'string' || o.cursor.length === 0) {
-        throw new InvalidArgumentError('options.cursor must be a cursor string from changeCursor() or changes()');
+        throw new InvalidArgumentError(
+          'options.cursor must be a cursor string from changeCursor() or changes()',
+        );
       }
       const limit = checkInt('options.limit', o.limit, 1, 10_000, 1000);
       open();

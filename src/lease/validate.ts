@@ -28,13 +28,17 @@ function describe(value: unknown): string {
 
 /** A work id, holder id or step id: a non-empty string of at most 512 characters without control characters. */
 export function checkId(name: string, value: unknown): string {
-  if (typeof value !== 'string') throw new InvalidArgumentError(`${name} must be a string, got ${describe(value)}`);
+  if (typeof value !== 'string')
+    throw new InvalidArgumentError(`${name} must be a string, got ${describe(value)}`);
   if (value.length === 0) throw new InvalidArgumentError(`${name} must not be empty`);
   if (value.length > MAX_ID_LENGTH) {
-    throw new InvalidArgumentError(`${name} is ${value.length} characters long; the limit is ${MAX_ID_LENGTH}`);
+    throw new InvalidArgumentError(
+      `${name} is ${value.length} characters long; the limit is ${MAX_ID_LENGTH}`,
+    );
   }
   if (CONTROL.test(value)) throw new InvalidArgumentError(`${name} must not contain control characters`);
-  if (!value.isWellFormed()) throw new InvalidArgumentError(`${name} must be well-formed Unicode (lone surrogate)`);
+  if (!value.isWellFormed())
+    throw new InvalidArgumentError(`${name} must be well-formed Unicode (lone surrogate)`);
   return value;
 }
 
@@ -43,11 +47,15 @@ export function checkId(name: string, value: unknown): string {
  * Fractions are rounded up to the next whole millisecond (the backends' resolution).
  */
 export function checkTtl(value: unknown, name = 'ttlMs'): number {
-  if (typeof value !== 'number') throw new InvalidArgumentError(`${name} must be a number, got ${describe(value)}`);
+  if (typeof value !== 'number')
+    throw new InvalidArgumentError(`${name} must be a number, got ${describe(value)}`);
   if (!Number.isFinite(value) || value <= 0) {
-    throw new InvalidArgumentError(`${name} must be a positive finite number of milliseconds, got ${describe(value)}`);
+    throw new InvalidArgumentError(
+      `${name} must be a positive finite number of milliseconds, got ${describe(value)}`,
+    );
   }
-  if (value > MAX_TTL_MS) throw new InvalidArgumentError(`${name} must be at most ${MAX_TTL_MS} ms, got ${value}`);
+  if (value > MAX_TTL_MS)
+    throw new InvalidArgumentError(`${name} must be at most ${MAX_TTL_MS} ms, got ${value}`);
   return Math.ceil(value);
 }
 
@@ -63,7 +71,8 @@ export function checkState(value: unknown, maxBytes: number): Uint8Array {
 
 /** A positive bigint token (tokens start at 1). */
 export function checkToken(value: unknown, name = 'fencingToken'): bigint {
-  if (typeof value !== 'bigint') throw new InvalidArgumentError(`${name} must be a bigint, got ${describe(value)}`);
+  if (typeof value !== 'bigint')
+    throw new InvalidArgumentError(`${name} must be a bigint, got ${describe(value)}`);
   if (value <= 0n || value > 9_223_372_036_854_775_807n) {
     throw new InvalidArgumentError(`${name} must be between 1 and 2^63-1, got ${value}`);
   }
@@ -86,7 +95,8 @@ export function checkRecord(value: unknown): LeaseRecord {
 }
 
 export function checkText(name: string, value: unknown, maxLength = 2000): string {
-  if (typeof value !== 'string') throw new InvalidArgumentError(`${name} must be a string, got ${describe(value)}`);
+  if (typeof value !== 'string')
+    throw new InvalidArgumentError(`${name} must be a string, got ${describe(value)}`);
   if (value.trim().length === 0) throw new InvalidArgumentError(`${name} must not be empty`);
   if (value.length > maxLength) {
     throw new InvalidArgumentError(`${name} is ${value.length} characters long; the limit is ${maxLength}`);
@@ -98,21 +108,28 @@ export function checkText(name: string, value: unknown, maxLength = 2000): strin
 export function checkInt(name: string, value: unknown, min: number, max: number, dflt: number): number {
   if (value === undefined) return dflt;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max}, got ${describe(value)}`);
+    throw new InvalidArgumentError(
+      `${name} must be an integer from ${min} to ${max}, got ${describe(value)}`,
+    );
   }
   return value;
 }
 
 export function checkOptionalPrefix(name: string, value: unknown): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string') throw new InvalidArgumentError(`${name} must be a string, got ${describe(value)}`);
+  if (typeof value !== 'string')
+    throw new InvalidArgumentError(`${name} must be a string, got ${describe(value)}`);
   if (value.length > MAX_ID_LENGTH) throw new InvalidArgumentError(`${name} is longer than ${MAX_ID_LENGTH}`);
   if (CONTROL.test(value)) throw new InvalidArgumentError(`${name} must not contain control characters`);
   return value;
 }
 
 /** Options objects: refuse non-objects and unknown keys so a typo is not silently ignored. */
-export function checkOptions<T extends object>(name: string, value: unknown, allowed: readonly string[]): Partial<T> {
+export function checkOptions<T extends object>(
+  name: string,
+  value: unknown,
+  allowed: readonly string[],
+): Partial<T> {
   if (value === undefined) return {};
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new InvalidArgumentError(`${name} must be an object, got ${describe(value)}`);

@@ -88,7 +88,10 @@ export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
       children.push(child);
     }
     for (const port of ports) {
-      await waitFor(async () => (await run('redis-cli', ['-p', String(port), 'ping'])).stdout.trim() === 'PONG', `redis node ${port}`);
+      await waitFor(
+        async () => (await run('redis-cli', ['-p', String(port), 'ping'])).stdout.trim() === 'PONG',
+        `redis node ${port}`,
+      );
     }
     await run('redis-cli', [
       '--cluster',
@@ -100,7 +103,10 @@ export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
     ]);
     for (const port of ports) {
       await waitFor(
-        async () => (await run('redis-cli', ['-p', String(port), 'cluster', 'info'])).stdout.includes('cluster_state:ok'),
+        async () =>
+          (await run('redis-cli', ['-p', String(port), 'cluster', 'info'])).stdout.includes(
+            'cluster_state:ok',
+          ),
         `cluster state ok on ${port}`,
       );
     }
