@@ -1,0 +1,218 @@
+/**
+ * `npm run bench` — calls per second of each lease call against the same
+ * client library's raw one-round-trip baseline, measured in the same run.
+ *
+ * These machines are shared and noisy, so absolute numbers mean little: every
+ * figure is printed beside a baseline measured right before and after it, and
+ * the ratio (call / baseline) is what to read. Each cell is the median of
+ * `--rounds` alternating baseline/call measurements.
+ *
+ * Baselines (the cheapest honest single round trip that reads and writes one row):
+ * - Postgres: `INSERT … ON CONFLICT (id) DO UPDATE SET n = n + 1 RETURNING *`
+ *   on a one-row-per-key table, prepared, on a `pg.Pool` of the same size.
+ * - Redis: a one-key Lua script (EVALSHA) that HGETs and HSETs a hash.
+ *
+ * Usage: npm run bench -- [--backends postgres,redis] [--rounds 3] [--ops 2000]
+ *        [--pg <url>] [--redis <url>] [--pool 16]
+ */
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    backends: { type: 'string', default: 'postgres,redis' },
+    rounds: { type: 'string', default: '3' },
+    ops: { type: 'string', default: '2000' },
+    pg: {
+      type: 'string',
+      default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+    },
+    redis: { type: 'string', default: process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    pool: { type: 'string', default: '16' },
+  },
+});
+const ROUNDS = Number(args.rounds);
+const OPS = Number(args.ops);
+const POOL = Number(args.pool);
+const CONCURRENCY = [1, 64];
+const TTL_MS = 60_000;
+const STATE_1K = randomBytes(1024);
+
+/** Runs `ops` calls of `fn(i)` with `inFlight` of them outstanding at a time; returns calls per second. */
+async function rate(ops: number, inFlight: number, fn: (i: number) => Promise<unknown>): Promise<number> {
+  let next = 0;
+  const start = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next < ops) {
+        const i = next++;
+        await fn(i);
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  return ops / seconds;
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? Number.NaN;
+};
+
+interface Baseline {
+  run(i: number): Promise<unknown>;
+  close(): Promise<void>;
+}
+
+async function pgBaseline(url: string, schema: string): Promise<Baseline> {
+  const pool = new pg.Pool({ connectionString: url, max: POOL });
+  pool.on('error', () => {});
+  await pool.query(
+    `CREATE TABLE ${schema}.bench_raw (id text PRIMARY KEY, n bigint NOT NULL, at timestamptz NOT NULL)`,
+  );
+  return {
+    run: (i) =>
+      pool.query({
+        name: 'bench-raw-upsert',
+        text: `INSERT INTO ${schema}.bench_raw (id, n, at) VALUES ($1, 1, clock_timestamp())
+               ON CONFLICT (id) DO UPDATE SET n = bench_raw.n + 1, at = clock_timestamp() RETURNING *`,
+        values: [`k${i % 64}`],
+      }),
+    close: () => pool.end(),
+  };
+}
+
+async function redisBaseline(url: string, prefix: string): Promise<Baseline> {
+  const redis = new Redis(url);
+  redis.defineCommand('benchRaw', {
+    numberOfKeys: 1,
+    lua: `local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0') + 1
+          redis.call('HSET', KEYS[1], 'n', n, 'at', ARGV[1])
+          return n`,
+  });
+  const call = (redis as unknown as { benchRaw(key: string, at: string): Promise<number> }).benchRaw.bind(
+    redis,
+  );
+  return {
+    run: (i) => call(`${prefix}:raw:${i % 64}`, String(i)),
+    close: async () => {
+      const keys = await redis.keys(`${prefix}:raw:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    },
+  };
+}
+
+type CallName = 'acquire' | 'renew' | 'checkpoint 1 KiB' | 'release' | 'readCheckpoint';
+
+/** Prepares `count` leases to operate on (untimed) and returns the timed call. */
+async function prepare(
+  backend: LeaseBackend,
+  call: CallName,
+  tag: string,
+  ops: number,
+  inFlight: number,
+): Promise<(i: number) => Promise<unknown>> {
+  const acquireMany = async (n: number, name: (i: number) => string): Promise<LeaseRecord[]> => {
+    const out: LeaseRecord[] = new Array(n);
+    await rate(n, 64, async (i) => {
+      out[i] = await backend.acquire(name(i), 'bench-holder', TTL_MS);
+    });
+    return out;
+  };
+  switch (call) {
+    case 'acquire':
+      return (i) => backend.acquire(`${tag}:${i}`, 'bench-holder', TTL_MS);
+    case 'release': {
+      const leases = await acquireMany(ops, (i) => `${tag}:${i}`);
+      return (i) => backend.release(leases[i]!);
+    }
+    default: {
+      // One lease per in-flight slot, so concurrent calls do not queue on one row's lock.
+      const leases = await acquireMany(inFlight, (i) => `${tag}:${i}`);
+      if (call === 'renew') return (i) => backend.renew(leases[i % inFlight]!, TTL_MS);
+      if (call === 'checkpoint 1 KiB')
+        return (i) => backend.checkpoint(leases[i % inFlight]!, STATE_1K, TTL_MS);
+      return (i) => backend.readCheckpoint(leases[i % inFlight]!);
+    }
+  }
+}
+
+const CALLS: CallName[] = ['acquire', 'renew', 'checkpoint 1 KiB', 'release', 'readCheckpoint'];
+
+async function benchBackend(kind: 'postgres' | 'redis'): Promise<void> {
+  const ns = `bench_${randomBytes(4).toString('hex')}`;
+  const url = kind === 'postgres' ? args.pg : args.redis;
+  const backend = await openBackend(
+    url,
+    kind === 'postgres' ? { schema: ns, poolSize: POOL } : { keyPrefix: ns },
+  );
+  const baseline = kind === 'postgres' ? await pgBaseline(url, ns) : await redisBaseline(url, ns);
+  console.log(`\n${kind} (${backend.url}), pool ${POOL}, ${OPS} calls per measurement, median of ${ROUNDS}`);
+  console.log(
+    `${'call'.padEnd(18)}${'in flight'.padStart(10)}${'calls/s'.padStart(12)}${'baseline/s'.padStart(12)}${'ratio'.padStart(8)}`,
+  );
+  let tagNo = 0;
+  try {
+    // Warm up connections, prepared statements and script caches.
+    await rate(500, 64, (i) => baseline.run(i));
+    await rate(500, 64, (i) => backend.acquire(`warm:${i}`, 'w', TTL_MS));
+    for (const call of CALLS) {
+      for (const inFlight of CONCURRENCY) {
+        const ops = inFlight === 1 ? Math.max(200, Math.floor(OPS / 4)) : OPS;
+        const ratios: number[] = [];
+        const calls: number[] = [];
+        const bases: number[] = [];
+        for (let r = 0; r < ROUNDS; r++) {
+          const fn = await prepare(backend, call, `b${tagNo++}`, ops, inFlight);
+          const before = await rate(ops, inFlight, (i) => baseline.run(i));
+          const measured = await rate(ops, inFlight, fn);
+          const after = await rate(ops, inFlight, (i) => baseline.run(i));
+          const base = (before + after) / 2;
+          calls.push(measured);
+          bases.push(base);
+          ratios.push(measured / base);
+        }
+        const ratio = median(ratios);
+        console.log(
+          `${call.padEnd(18)}${String(inFlight).padStart(10)}${median(calls).toFixed(0).padStart(12)}${median(bases).toFixed(0).padStart(12)}${ratio.toFixed(2).padStart(7)}x${ratio < 0.8 ? '  (below 0.8)' : ''}`,
+        );
+      }
+    }
+  } finally {
+    await baseline.close();
+    await cleanup(kind, url, ns, backend);
+  }
+}
+
+async function cleanup(
+  kind: 'postgres' | 'redis',
+  url: string,
+  ns: string,
+  backend: LeaseBackend,
+): Promise<void> {
+  await backend.close();
+  if (kind === 'postgres') {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS ${ns} CASCADE`);
+    await client.end();
+  } else {
+    const redis = new Redis(url);
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `*${ns}*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== '0');
+    redis.disconnect();
+  }
+}
+
+for (const kind of args.backends.split(',')) {
+  if (kind !== 'postgres' && kind !== 'redis') throw new Error(`unknown backend ${kind} (postgres, redis)`);
+  await benchBackend(kind);
+}
