@@ -1,0 +1,124 @@
+/**
+ * The embedded backend: the shared SQL driver over PGlite (Postgres compiled to
+ * WASM, in this process). For demos, tests and single-process tools.
+ *
+ * PGlite is one connection, so calls are serialized through one queue; that
+ * also keeps a migration transaction from interleaving with other calls.
+ * `callTimeoutMs` does not apply: the database runs in this thread and cannot
+ * be unreachable.
+ */
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { InvalidArgumentError } from '../../lease/errors.ts';
+import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
+import { createBackend, resolveOptions } from '../common.ts';
+import type { Row, SqlClient, SqlQuery, Statement } from '../sql/client.ts';
+import { SqlLeaseDriver } from '../sql/driver.ts';
+import { classifySqlError } from '../sql/errors.ts';
+import { checkSchema, migrateSchema } from '../sql/migrations.ts';
+import { parseBackendUrl } from '../url.ts';
+
+/** Where the data lives: `memory` or an absolute directory. */
+export function pgliteLocation(url: string): { dataDir: string | null } {
+  const { kind, redacted } = parseBackendUrl(url);
+  if (kind !== 'pglite') throw new InvalidArgumentError(`not a PGlite URL: ${redacted}`);
+  const rest = url.slice('pglite:'.length);
+  if (rest === '//memory' || rest === '//memory/') return { dataDir: null };
+  if (!rest.startsWith('///')) {
+    throw new InvalidArgumentError(
+      `PGlite URL '${redacted}' must be pglite://memory or pglite:///absolute/dir (relative paths are refused: they would depend on the working directory)`,
+    );
+  }
+  let dir: string;
+  try {
+    dir = decodeURIComponent(rest.slice(2));
+  } catch {
+    throw new InvalidArgumentError(`PGlite URL '${redacted}' has a malformed percent-encoding`);
+  }
+  if (!path.isAbsolute(dir) || dir.includes('\0')) {
+    throw new InvalidArgumentError(`PGlite URL '${redacted}' must name an absolute directory`);
+  }
+  return { dataDir: path.normalize(dir) };
+}
+
+class PgliteClient implements SqlClient {
+  readonly #db: PGlite;
+  readonly #url: string;
+  #tail: Promise<unknown> = Promise.resolve();
+
+  constructor(db: PGlite, url: string) {
+    this.#db = db;
+    this.#url = url;
+  }
+
+  /** Runs `task` after every task queued before it, whatever their outcome. */
+  #serial<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#tail.then(task, task);
+    this.#tail = run.catch(() => {});
+    return run;
+  }
+
+  async #run(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
+    try {
+      if (params.length === 0 && statement.name === undefined) {
+        // exec (simple protocol) accepts several statements, as migrations need.
+        const results = await this.#db.exec(statement.text);
+        return (results.at(-1)?.rows ?? []) as Row[];
+      }
+      const result = await this.#db.query<Row>(statement.text, params as unknown[]);
+      return result.rows;
+    } catch (err) {
+      throw classifySqlError(err, 'query', this.#url);
+    }
+  }
+
+  query(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
+    return this.#serial(() => this.#run(statement, params));
+  }
+
+  transaction<T>(fn: (tx: SqlQuery) => Promise<T>): Promise<T> {
+    return this.#serial(async () => {
+      await this.#run({ text: 'BEGIN' }, []);
+      try {
+        const result = await fn({ query: (statement, params) => this.#run(statement, params) });
+        await this.#run({ text: 'COMMIT' }, []);
+        return result;
+      } catch (err) {
+        await this.#run({ text: 'ROLLBACK' }, []).catch(() => {});
+        throw err;
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.#serial(() => this.#db.close());
+  }
+}
+
+/**
+ * Opens an embedded PGlite lease backend: `pglite://memory` (gone on close) or
+ * `pglite:///absolute/dir` (kept on disk; the directory is created if missing).
+ * One process at a time may open a directory.
+ */
+export async function openPglite(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
+  const { redacted } = parseBackendUrl(url);
+  const { dataDir } = pgliteLocation(url);
+  const o = resolveOptions(options);
+  if (dataDir !== null) await mkdir(dataDir, { recursive: true });
+  let db: PGlite;
+  try {
+    db = dataDir === null ? await PGlite.create() : await PGlite.create(dataDir);
+  } catch (err) {
+    throw classifySqlError(err, 'opening PGlite', redacted);
+  }
+  const client = new PgliteClient(db, redacted);
+  try {
+    if (o.migrate) await migrateSchema(client, o.schema, redacted);
+    else await checkSchema(client, o.schema, redacted);
+  } catch (err) {
+    await client.close().catch(() => {});
+    throw err;
+  }
+  return createBackend(new SqlLeaseDriver('pglite', redacted, client, o.schema), o.maxStateBytes);
+}

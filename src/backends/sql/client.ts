@@ -1,0 +1,29 @@
+/**
+ * The seam between the shared SQL lease driver and a concrete Postgres client.
+ * `pg` (a pool of real server connections) and PGlite (one in-process WASM
+ * connection) both implement it, so both run byte-for-byte the same SQL.
+ */
+
+/** One result row, keyed by column name. Values are whatever the client parsed (see rows.ts). */
+export type Row = Record<string, unknown>;
+
+/** A statement: its text and, for hot calls, a name under which a client may keep it prepared. */
+export interface Statement {
+  /** Name of a server-side prepared statement, unique per statement text within one backend. */
+  readonly name?: string;
+  readonly text: string;
+}
+
+export interface SqlQuery {
+  /** Runs one statement as its own transaction (autocommit). Errors come back already classified. */
+  query(statement: Statement, params: readonly unknown[]): Promise<Row[]>;
+}
+
+export interface SqlClient extends SqlQuery {
+  /**
+   * Runs `fn` inside one transaction on one connection (BEGIN … COMMIT, ROLLBACK on error).
+   * Used by the migration runner only; lease calls are single statements.
+   */
+  transaction<T>(fn: (tx: SqlQuery) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}

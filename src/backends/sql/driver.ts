@@ -1,0 +1,285 @@
+/**
+ * The lease driver shared by the Postgres and PGlite backends: it runs the
+ * statements of statements.ts through a {@link SqlClient} and turns their
+ * result rows into contract values or errors. One statement per call.
+ */
+import {
+  ConflictError,
+  FencedError,
+  InternalError,
+  LeaseExpiredError,
+  LeaseHeldError,
+  NotFoundError,
+} from '../../lease/errors.ts';
+import type {
+  AuditEntry,
+  BackendKind,
+  ChangeBatch,
+  CheckpointRead,
+  LeaseChange,
+  LeaseInfo,
+  LeasePage,
+  LeaseRecord,
+  StatePage,
+} from '../../lease/types.ts';
+import type { DriverListOptions, LeaseDriver } from '../common.ts';
+import type { Row, SqlClient } from './client.ts';
+import {
+  decodeChangeCursor,
+  decodeListCursor,
+  encodeChangeCursor,
+  encodeListCursor,
+  prefixUpperBound,
+  toAuditEntry,
+  toBigInt,
+  toBytes,
+  toDate,
+  toLeaseInfo,
+} from './rows.ts';
+import { buildStatements, type Statements } from './statements.ts';
+
+export class SqlLeaseDriver implements LeaseDriver {
+  readonly kind: BackendKind;
+  readonly url: string;
+  readonly #client: SqlClient;
+  readonly #sql: Statements;
+
+  constructor(kind: BackendKind, url: string, client: SqlClient, schema: string) {
+    this.kind = kind;
+    this.url = url;
+    this.#client = client;
+    this.#sql = buildStatements(schema);
+  }
+
+  async acquire(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    stepId: string | null,
+  ): Promise<LeaseRecord> {
+    const rows = await this.#client.query(this.#sql.acquire, [workId, holderId, ttlMs, stepId]);
+    const row = rows[0];
+    if (row?.ok === true) {
+      return {
+        workId,
+        holderId,
+        fencingToken: toBigInt(row.token, 'token'),
+        expiresAt: toDate(row.expires_at, 'expires_at'),
+      };
+    }
+    if (row === undefined) {
+      // The holder's row was committed after this statement's snapshot: held, by someone we cannot name.
+      throw new LeaseHeldError(`work item '${workId}' is held by another holder`, { details: { workId } });
+    }
+    const holder = String(row.holder_id);
+    const expiresAt = toDate(row.expires_at, 'expires_at');
+    throw new LeaseHeldError(
+      `work item '${workId}' is held by '${holder}' until ${expiresAt.toISOString()} (server time)`,
+      { details: { workId, holderId: holder, expiresAt, storedToken: toBigInt(row.token, 'token') } },
+    );
+  }
+
+  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void> {
+    const rows = await this.#client.query(this.#sql.checkpoint, [
+      record.workId,
+      record.fencingToken,
+      state,
+      ttlMs,
+    ]);
+    this.#written(rows, record, 'checkpoint');
+  }
+
+  async renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord> {
+    const rows = await this.#client.query(this.#sql.renew, [record.workId, record.fencingToken, ttlMs]);
+    const expiresAt = this.#written(rows, record, 'renew');
+    return { workId: record.workId, holderId: record.holderId, fencingToken: record.fencingToken, expiresAt };
+  }
+
+  async release(record: LeaseRecord): Promise<void> {
+    const rows = await this.#client.query(this.#sql.release, [record.workId, record.fencingToken]);
+    this.#written(rows, record, 'release');
+  }
+
+  /** Reads the outcome of checkpoint/renew/release (see statements.ts): the new expiry, or the error. */
+  #written(rows: Row[], record: LeaseRecord, what: string): Date {
+    const row = rows[0];
+    if (row?.ok === true) return toDate(row.expires_at, 'expires_at');
+    const stored = row === undefined ? null : toBigInt(row.token, 'token');
+    const expiresAt = row === undefined ? null : toDate(row.expires_at, 'expires_at');
+    throw this.#lost(record, stored, expiresAt, what);
+  }
+
+  #lost(record: LeaseRecord, storedToken: bigint | null, expiresAt: Date | null, what: string): Error {
+    const details = { workId: record.workId, token: record.fencingToken, storedToken, expiresAt };
+    if (storedToken !== record.fencingToken) {
+      const now =
+        storedToken === null
+          ? 'no lease is stored for it now'
+          : `the stored fencing token is now ${storedToken}`;
+      return new FencedError(
+        `${what} refused: work item '${record.workId}' was taken over (token ${record.fencingToken}; ${now})`,
+        { details },
+      );
+    }
+    return new LeaseExpiredError(
+      `${what} refused: the lease on work item '${record.workId}' (token ${record.fencingToken}) ran out at ${expiresAt?.toISOString()} (server time)`,
+      { details },
+    );
+  }
+
+  async readCheckpoint(record: LeaseRecord): Promise<CheckpointRead> {
+    const rows = await this.#client.query(this.#sql.readCheckpoint, [record.workId, record.fencingToken]);
+    const row = rows[0];
+    const stored = row === undefined ? null : toBigInt(row.token, 'token');
+    if (row === undefined || stored !== record.fencingToken) {
+      throw this.#lost(
+        record,
+        stored,
+        row === undefined ? null : toDate(row.expires_at, 'expires_at'),
+        'readCheckpoint',
+      );
+    }
+    return { state: toBytes(row.state), cleanHandoff: row.clean_handoff === true };
+  }
+
+  async get(workId: string): Promise<LeaseInfo | null> {
+    const rows = await this.#client.query(this.#sql.get, [workId]);
+    return rows[0] === undefined ? null : toLeaseInfo(rows[0]);
+  }
+
+  async list(options: DriverListOptions): Promise<LeasePage> {
+    const after = options.cursor === null ? undefined : decodeListCursor(options.cursor);
+    const prefix = options.workIdPrefix === '' ? undefined : options.workIdPrefix;
+    const { text, params } = this.#sql.list({
+      // One extra row tells whether another page exists.
+      limit: options.limit + 1,
+      after,
+      from: prefix,
+      below: prefix === undefined ? undefined : prefixUpperBound(prefix),
+      holder: options.holderId,
+    });
+    const rows = await this.#client.query({ text }, params);
+    const items = rows.slice(0, options.limit).map(toLeaseInfo);
+    const last = items.at(-1);
+    return {
+      items,
+      nextCursor: rows.length > options.limit && last !== undefined ? encodeListCursor(last.workId) : null,
+    };
+  }
+
+  async forceRelease(
+    workId: string,
+    expectedToken: bigint,
+    operator: string,
+    reason: string,
+  ): Promise<LeaseInfo> {
+    const rows = await this.#client.query(this.#sql.forceRelease, [workId, expectedToken, operator, reason]);
+    const row = rows[0];
+    if (row === undefined) {
+      throw new NotFoundError(`work item '${workId}' has no lease to force-release`, { details: { workId } });
+    }
+    if (row.work_id === null || row.work_id === undefined) {
+      const storedToken = toBigInt(row.stored_token, 'stored_token');
+      const holder = String(row.stored_holder_id);
+      const ended = row.stored_ended === null ? null : String(row.stored_ended);
+      const why =
+        storedToken !== expectedToken
+          ? `its fencing token is now ${storedToken}, not ${expectedToken} (it changed hands)`
+          : `its lease already ended (${ended})`;
+      throw new ConflictError(`force-release of work item '${workId}' refused: ${why}`, {
+        details: { workId, expectedToken, storedToken, holderId: holder, ended },
+      });
+    }
+    return toLeaseInfo(row);
+  }
+
+  async readState(workId: string, offset: number, length: number): Promise<StatePage | null> {
+    const rows = await this.#client.query(this.#sql.readState, [workId, offset, length]);
+    const row = rows[0];
+    if (row === undefined) return null;
+    return {
+      fencingToken: toBigInt(row.token, 'token'),
+      size: row.size === null || row.size === undefined ? null : Number(row.size),
+      offset,
+      bytes: toBytes(row.bytes) ?? new Uint8Array(0),
+    };
+  }
+
+  async audit(workId: string | undefined, limit: number): Promise<AuditEntry[]> {
+    const rows = await this.#client.query(this.#sql.audit, [workId ?? null, limit]);
+    return rows.map(toAuditEntry);
+  }
+
+  async prune(olderThanMs: number, limit: number): Promise<number> {
+    const rows = await this.#client.query(this.#sql.prune, [olderThanMs, limit]);
+    return Number(rows[0]?.pruned ?? 0);
+  }
+
+  async serverTime(): Promise<Date> {
+    const rows = await this.#client.query(this.#sql.serverTime, []);
+    return toDate(rows[0]?.now, 'now');
+  }
+
+  async changeCursor(): Promise<string> {
+    const rows = await this.#client.query(this.#sql.changeCursor, []);
+    return encodeChangeCursor({ from: toBigInt(rows[0]?.xmin, 'xmin'), page: null });
+  }
+
+  /**
+   * Why no committed change is missed: a transaction not visible to a snapshot
+   * is either still running (its xid >= the snapshot's xmin) or starts later
+   * (a larger xid still). So every row version committed after a poll's snapshot
+   * carries change_xid >= that snapshot's xmin, and the next scan, which starts
+   * at that xmin, sees it or a later version of the same row (a later version
+   * too was committed after the snapshot). Rows changed by transactions in flight
+   * are invisible now and delivered by a later scan; some rows are delivered
+   * twice, which the contract allows.
+   *
+   * Paging: a scan larger than `limit` continues by keyset (change_xid, work_id)
+   * on fresh snapshots. A row rewritten mid-scan may get an xid below the keyset;
+   * it is not lost, because the scan's end cursor restarts from the xmin of the
+   * scan's *first* page, which is at most that xid.
+   */
+  async changes(cursor: string, limit: number): Promise<ChangeBatch> {
+    const c = decodeChangeCursor(cursor);
+    const rows = await this.#client.query(this.#sql.changes, [
+      c.from.toString(),
+      (c.page?.afterXid ?? 0n).toString(),
+      c.page?.afterWorkId ?? '',
+      limit + 1,
+    ]);
+    const first = rows[0];
+    if (first === undefined) throw new InternalError('change query returned no row');
+    const snapXmin = toBigInt(first.snap_xmin, 'snap_xmin');
+    const found = rows.filter((r) => r.change_xid !== null && r.change_xid !== undefined);
+    const page = found.slice(0, limit);
+    const changes = page.map(toChange);
+    const scanXmin = c.page?.scanXmin ?? snapXmin;
+    const last = page.at(-1);
+    const next =
+      found.length > limit && last !== undefined
+        ? encodeChangeCursor({
+            from: c.from,
+            page: {
+              scanXmin,
+              afterXid: toBigInt(last.change_xid, 'change_xid'),
+              afterWorkId: String(last.work_id),
+            },
+          })
+        : encodeChangeCursor({ from: scanXmin, page: null });
+    return { changes, cursor: next, gap: false };
+  }
+
+  async close(): Promise<void> {
+    await this.#client.close();
+  }
+}
+
+function toChange(row: Row): LeaseChange {
+  const kind = String(row.kind) as LeaseChange['kind'];
+  const fencingToken = toBigInt(row.token, 'token');
+  const version = toBigInt(row.version, 'version');
+  const workId = String(row.work_id);
+  if (kind === 'pruned') return { workId, kind, lease: null, fencingToken, version };
+  return { workId, kind, lease: toLeaseInfo(row), fencingToken, version };
+}

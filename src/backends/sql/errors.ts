@@ -1,0 +1,106 @@
+/**
+ * One table that decides, for every error a Postgres client can raise, whether
+ * the backend was unavailable (the caller may retry: connection lost, server
+ * shutting down, timeout, overload) or the failure is final. Shared by `pg` and
+ * PGlite, which both report the server's SQLSTATE in `err.code`.
+ */
+import {
+  BackendUnavailableError,
+  InternalError,
+  SchemaMismatchError,
+  WorkleaseError,
+} from '../../lease/errors.ts';
+
+type Verdict = 'unavailable' | 'schema' | 'internal';
+
+/** Exact SQLSTATEs. Checked before the class table below. */
+const SQLSTATE: Record<string, Verdict> = {
+  '57P01': 'unavailable', // admin_shutdown (also pg_terminate_backend)
+  '57P02': 'unavailable', // crash_shutdown
+  '57P03': 'unavailable', // cannot_connect_now (starting up, recovery)
+  '57P05': 'unavailable', // idle_session_timeout
+  '57014': 'unavailable', // query_canceled: statement_timeout fired, i.e. the call timed out
+  '55P03': 'unavailable', // lock_not_available (lock_timeout)
+  '40001': 'unavailable', // serialization_failure: transient by definition
+  '40P01': 'unavailable', // deadlock_detected: transient by definition
+  '25006': 'unavailable', // read_only_sql_transaction: connected to a standby during failover
+  '3F000': 'schema', // invalid_schema_name: schema dropped under a running backend
+  '42P01': 'schema', // undefined_table
+};
+
+/** SQLSTATE classes (first two characters). */
+const SQLSTATE_CLASS: Record<string, Verdict> = {
+  '08': 'unavailable', // connection_exception
+  '53': 'unavailable', // insufficient_resources (too many connections, out of memory, disk full)
+  '58': 'unavailable', // system_error (I/O)
+};
+
+/** Node.js socket errnos. */
+const ERRNO = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * `pg` raises these without any code, so matching the message is the only way
+ * to recognise them; they are the library's own fixed strings, not server text.
+ */
+const PG_CLIENT_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error and is not queryable',
+  'Cannot use a pool after calling end on the pool',
+  'Client was closed and is not queryable',
+  'PGlite is closed',
+];
+
+function verdict(err: unknown): Verdict {
+  if (typeof err !== 'object' || err === null) return 'internal';
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (ERRNO.has(code)) return 'unavailable';
+    const exact = SQLSTATE[code];
+    if (exact !== undefined) return exact;
+    if (code.length === 5) {
+      const cls = SQLSTATE_CLASS[code.slice(0, 2)];
+      if (cls !== undefined) return cls;
+    }
+  }
+  const message = err instanceof Error ? err.message : '';
+  if (PG_CLIENT_MESSAGES.some((m) => message.startsWith(m))) return 'unavailable';
+  return 'internal';
+}
+
+/** True when the connection the error came from must not be reused. */
+export function isConnectionError(err: unknown): boolean {
+  return verdict(err) === 'unavailable';
+}
+
+/** Turns a client error into the project's error classes; worklease errors pass through unchanged. */
+export function classifySqlError(err: unknown, what: string, url: string): WorkleaseError {
+  if (err instanceof WorkleaseError) return err;
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  const details = typeof code === 'string' ? { code } : undefined;
+  const message = err instanceof Error ? err.message : String(err);
+  const options = details === undefined ? { cause: err } : { cause: err, details };
+  switch (verdict(err)) {
+    case 'unavailable':
+      return new BackendUnavailableError(`${what} failed: ${url} is unavailable (${message})`, options);
+    case 'schema':
+      return new SchemaMismatchError(
+        `${what} failed: the worklease tables are missing on ${url} (${message}); run \`worklease migrate <url>\``,
+        options,
+      );
+    case 'internal':
+      return new InternalError(`${what} failed on ${url}: ${message}`, options);
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Numbered schema migrations and the runner that applies them.
+ *
+ * Migrations are append-only: once released, a migration's SQL is never edited;
+ * a change is a new number. The runner is safe when several processes open the
+ * same schema at once: it takes a transaction-scoped advisory lock keyed by the
+ * schema name, so one process migrates while the others wait and then find
+ * nothing left to do. DDL is transactional in Postgres, so a failed migration
+ * leaves the schema exactly as it was.
+ */
+import { SchemaMismatchError } from '../../lease/errors.ts';
+import type { SqlClient, SqlQuery } from './client.ts';
+import { quoteIdent } from './statements.ts';
+
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  /** The DDL, given the quoted schema name. May hold several statements. */
+  sql(schema: string): string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: '001_init',
+    sql: (s) => `
+-- One row per work item. work_id uses the "C" collation so that keyset paging and
+-- prefix ranges follow code point order, whatever the database's default collation.
+CREATE TABLE ${s}.leases (
+  work_id         text COLLATE "C" PRIMARY KEY,
+  holder_id       text NOT NULL,
+  token           bigint NOT NULL,
+  expires_at      timestamptz NOT NULL,
+  ttl_ms          integer NOT NULL,
+  step_id         text,
+  acquired_at     timestamptz NOT NULL,
+  renewed_at      timestamptz,
+  checkpointed_at timestamptz,
+  released_at     timestamptz,
+  state           bytea,
+  clean_handoff   boolean NOT NULL,
+  predecessor_end text NOT NULL CHECK (predecessor_end IN ('none', 'released', 'expired', 'force-released')),
+  ended           text CHECK (ended IN ('released', 'force-released')),
+  last_op         text NOT NULL CHECK (last_op IN ('acquired', 'renewed', 'checkpointed', 'released', 'force-released')),
+  version         bigint NOT NULL,
+  -- The transaction that wrote this version of the row; the change feed reads by it.
+  change_xid      xid8 NOT NULL
+);
+CREATE INDEX leases_change_idx ON ${s}.leases (change_xid, work_id);
+
+-- What prune leaves behind: the last token (so tokens never repeat after a prune)
+-- and a change-feed entry of kind 'pruned'.
+CREATE TABLE ${s}.tombstones (
+  work_id    text COLLATE "C" PRIMARY KEY,
+  token      bigint NOT NULL,
+  version    bigint NOT NULL,
+  ended      text,
+  pruned_at  timestamptz NOT NULL,
+  change_xid xid8 NOT NULL
+);
+CREATE INDEX tombstones_change_idx ON ${s}.tombstones (change_xid, work_id);
+
+CREATE TABLE ${s}.audit (
+  id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  at            timestamptz NOT NULL,
+  action        text NOT NULL,
+  work_id       text COLLATE "C" NOT NULL,
+  operator      text NOT NULL,
+  reason        text NOT NULL,
+  old_holder_id text NOT NULL,
+  old_token     bigint NOT NULL,
+  new_token     bigint NOT NULL
+);
+CREATE INDEX audit_work_idx ON ${s}.audit (work_id, id);
+`,
+  },
+];
+
+/** The schema version this code needs. */
+export const LATEST_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
+
+/** Arbitrary constant that namespaces worklease's advisory locks (first key of the two-key form). */
+const LOCK_CLASS = 0x776c6d; // 'wlm'
+
+function migrateHint(url: string): string {
+  return `run \`worklease migrate ${url}\` with the same schema option, or open with { migrate: true }`;
+}
+
+async function currentVersion(q: SqlQuery, schema: string): Promise<number | null> {
+  const [present] = await q.query({ text: 'SELECT to_regclass($1) IS NOT NULL AS present' }, [
+    `${quoteIdent(schema)}.schema_migrations`,
+  ]);
+  if (present?.present !== true) return null;
+  const [row] = await q.query(
+    { text: `SELECT coalesce(max(version), 0)::int AS version FROM ${quoteIdent(schema)}.schema_migrations` },
+    [],
+  );
+  return Number(row?.version ?? 0);
+}
+
+function tooNew(schema: string, version: number, url: string): SchemaMismatchError {
+  return new SchemaMismatchError(
+    `schema "${schema}" on ${url} is at version ${version}, newer than this worklease (which knows up to ${LATEST_VERSION}); upgrade worklease`,
+    { details: { schema, version, expected: LATEST_VERSION } },
+  );
+}
+
+/** With `migrate: false`: refuses a missing, older or newer schema. Writes nothing. */
+export async function checkSchema(client: SqlClient, schema: string, url: string): Promise<void> {
+  const version = await currentVersion(client, schema);
+  if (version === null) {
+    throw new SchemaMismatchError(
+      `schema "${schema}" on ${url} has no worklease tables; ${migrateHint(url)}`,
+      {
+        details: { schema, version: 0, expected: LATEST_VERSION },
+      },
+    );
+  }
+  if (version < LATEST_VERSION) {
+    throw new SchemaMismatchError(
+      `schema "${schema}" on ${url} is at version ${version}, this worklease needs ${LATEST_VERSION}; ${migrateHint(url)}`,
+      { details: { schema, version, expected: LATEST_VERSION } },
+    );
+  }
+  if (version > LATEST_VERSION) throw tooNew(schema, version, url);
+}
+
+/** Creates or upgrades the schema. Returns the migrations applied by this call (empty when up to date). */
+export async function migrateSchema(client: SqlClient, schema: string, url: string): Promise<string[]> {
+  return client.transaction(async (tx) => {
+    // hashtext may collide for two schema names; that only makes them wait for each other.
+    await tx.query({ text: 'SELECT pg_advisory_xact_lock($1, hashtext($2))' }, [LOCK_CLASS, schema]);
+    const s = quoteIdent(schema);
+    await tx.query({ text: `CREATE SCHEMA IF NOT EXISTS ${s}` }, []);
+    await tx.query(
+      {
+        text: `CREATE TABLE IF NOT EXISTS ${s}.schema_migrations (
+          version integer PRIMARY KEY,
+          name text NOT NULL,
+          applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+      },
+      [],
+    );
+    const version = (await currentVersion(tx, schema)) ?? 0;
+    if (version > LATEST_VERSION) throw tooNew(schema, version, url);
+    const applied: string[] = [];
+    for (const m of MIGRATIONS) {
+      if (m.version <= version) continue;
+      await tx.query({ text: m.sql(s) }, []);
+      await tx.query({ text: `INSERT INTO ${s}.schema_migrations (version, name) VALUES ($1, $2)` }, [
+        m.version,
+        m.name,
+      ]);
+      applied.push(m.name);
+    }
+    return applied;
+  });
+}

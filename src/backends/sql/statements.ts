@@ -1,0 +1,379 @@
+/**
+ * The SQL of the Postgres and PGlite backends: one statement per lease call.
+ *
+ * Why each call is exactly one statement
+ * --------------------------------------
+ * The contract (DESIGN §2) asks for one round trip per call and no client-side
+ * read-modify-write. A single statement runs in its own transaction (autocommit),
+ * so it is atomic, and Postgres's row locks order it against every other write
+ * to the same work item. Each statement below is shaped so that its result rows
+ * alone tell every outcome apart; the driver never needs a second query.
+ *
+ * Time is the server's: every statement reads `clock_timestamp()` once (in a
+ * one-row sub-select or CTE) and uses that single value for both the decision
+ * ("is the lease live?") and the new timestamps, so a decision and the expiry
+ * it writes can never disagree. No client clock is ever sent.
+ *
+ * Read committed and the row we decide on
+ * ---------------------------------------
+ * In READ COMMITTED an UPDATE / ON CONFLICT DO UPDATE decides on the *latest
+ * committed* version of the row (it waits for a concurrent writer and re-checks
+ * its WHERE on the new version), while a plain SELECT in the same statement sees
+ * the statement's snapshot, which may be older. So the success path always
+ * decides on the latest version. For the failure paths of checkpoint/renew/release
+ * the statement reports the stored token and expiry from a `FOR UPDATE` read that
+ * only runs when the UPDATE matched nothing (guarded by `NOT EXISTS (SELECT 1 FROM
+ * upd)`), and a row lock also returns the latest version. Hence FENCED vs
+ * LEASE_EXPIRED is decided on the same row version the UPDATE refused. The success
+ * path pays nothing for it: the guard is a one-time filter and no lock is taken.
+ *
+ * Outcomes, statement by statement
+ * --------------------------------
+ * acquire (`INSERT … ON CONFLICT (work_id) DO UPDATE … WHERE expires_at <= now`):
+ *   - no row: inserts token = (tombstone token or 0) + 1, predecessor 'none' (or how the
+ *     pruned lease ended), returns `ok = true` with token and expiry.
+ *   - row whose lease ran out or ended: the DO UPDATE takes it over with token + 1,
+ *     keeps `state`/`checkpointed_at` for the successor, records predecessor_end from
+ *     `ended` ('released' / 'force-released', or 'expired' when it just ran out) and
+ *     clean_handoff = (predecessor released). Returns `ok = true`.
+ *   - live row (also the caller's own): the DO UPDATE's WHERE is false, nothing is
+ *     written, the CTE is empty, and the second branch returns `ok = false` with the
+ *     holder and expiry from the statement's snapshot → LEASE_HELD. If the holder
+ *     inserted the row after our snapshot was taken, that branch finds nothing and
+ *     the result is empty: still LEASE_HELD (the DO UPDATE saw a live row), just
+ *     without holder details.
+ * checkpoint / renew / release (`UPDATE … WHERE work_id = $1 AND token = $2 AND expires_at > now`):
+ *   - stored token matches and lease live: writes (state + expiry / expiry / expiry in the
+ *     past + ended = 'released'), returns `ok = true` and the new expiry.
+ *   - otherwise the guarded `FOR UPDATE` read returns `ok = false`, the stored token and
+ *     expiry: token differs → FENCED; token matches → LEASE_EXPIRED.
+ *   - no row at all (never acquired, or pruned) → empty result → FENCED.
+ * readState (`SELECT`): operators read a slice of the checkpoint without a record; the
+ *   slice is cut on the server, so a large checkpoint is never sent whole.
+ * readCheckpoint (`SELECT`): one row; token differs or no row → FENCED. The state column
+ *   is only sent when the token matches, so a fenced caller costs no payload.
+ * forceRelease (CTE: lock the row, update it, insert the audit row): the lock comes
+ *   first (`cur … FOR UPDATE`) so the audit row, the CONFLICT decision and the update
+ *   all see the same latest version. No row → NOT_FOUND; token differs from the
+ *   operator's expected token, or the lease already ended (released / force-released)
+ *   → CONFLICT with the stored token and holder; else token + 1, expiry in the past,
+ *   ended = 'force-released', and the audit row, all committed together.
+ * prune (CTE: pick + lock victims, delete them, upsert their tombstones): rows not live
+ *   and expired more than `olderThanMs` ago; `SKIP LOCKED` so prune never waits for
+ *   (or blocks) a holder. Tombstones keep the last token and version + 1.
+ *
+ * Every write sets `version = version + 1`, `last_op` and `change_xid =
+ * pg_current_xact_id()`. The change feed (see `changes`) reads by change_xid.
+ *
+ * Cost: the hot statements touch one row through the primary key, plus one
+ * secondary index (change_xid) that every write must update; there are no
+ * triggers. They run as named prepared statements on `pg`.
+ */
+
+/** Quotes an identifier (the schema name, already validated as [a-z_][a-z0-9_]*). */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+const MS = `* interval '1 millisecond'`;
+
+/** The columns of a LeaseInfo, in order; the checkpoint itself is never read, only its size. */
+const INFO_COLUMNS = [
+  'work_id',
+  'holder_id',
+  'token',
+  'expires_at',
+  'ttl_ms',
+  'step_id',
+  'acquired_at',
+  'renewed_at',
+  'checkpointed_at',
+  'released_at',
+  'state_size',
+  'clean_handoff',
+  'predecessor_end',
+  'ended',
+  'version',
+] as const;
+
+/** The LeaseInfo select list, optionally qualified by a table alias. */
+function info(alias = ''): string {
+  const p = alias === '' ? '' : `${alias}.`;
+  return INFO_COLUMNS.map((c) =>
+    c === 'state_size' ? `octet_length(${p}state) AS state_size` : `${p}${c}`,
+  ).join(', ');
+}
+
+/** The same list for a tombstone: only work_id, token and version are known. */
+const TOMBSTONE_INFO = INFO_COLUMNS.map((c) =>
+  c === 'work_id' || c === 'token' || c === 'version' ? c : 'NULL',
+).join(', ');
+
+export interface ListFilters {
+  limit: number;
+  /** Keyset: only work ids after this one. */
+  after: string | undefined;
+  /** Prefix range, inclusive lower bound. */
+  from: string | undefined;
+  /** Prefix range, exclusive upper bound (absent when the prefix has no successor). */
+  below: string | undefined;
+  holder: string | undefined;
+}
+
+export interface Statements {
+  acquire: { name: string; text: string };
+  checkpoint: { name: string; text: string };
+  renew: { name: string; text: string };
+  release: { name: string; text: string };
+  readCheckpoint: { name: string; text: string };
+  get: { name: string; text: string };
+  readState: { text: string };
+  serverTime: { name: string; text: string };
+  forceRelease: { text: string };
+  audit: { text: string };
+  prune: { text: string };
+  changeCursor: { text: string };
+  changes: { text: string };
+  list(filters: ListFilters): { text: string; params: unknown[] };
+}
+
+/**
+ * Builds the statements for one schema. Statement names are static: each backend
+ * has its own connections, so two schemas never share a prepared statement.
+ */
+export function buildStatements(schemaName: string): Statements {
+  const s = quoteIdent(schemaName);
+  const L = `${s}.leases`;
+
+  // Shared tail of checkpoint / renew / release: the guarded FOR UPDATE read that
+  // reports why the UPDATE refused (see the header comment).
+  const refused = `
+    fb AS (
+      SELECT f.token, f.expires_at FROM ${L} f
+      WHERE f.work_id = $1 AND NOT EXISTS (SELECT 1 FROM upd)
+      FOR UPDATE
+    )
+    SELECT true AS ok, upd.expires_at, NULL::bigint AS token FROM upd
+    UNION ALL
+    SELECT false, fb.expires_at, fb.token FROM fb`;
+
+  return {
+    // $1 work_id, $2 holder_id, $3 ttl_ms, $4 step_id
+    acquire: {
+      name: 'wl_acquire',
+      text: `
+WITH ins AS (
+  INSERT INTO ${L} AS l (work_id, holder_id, token, expires_at, ttl_ms, step_id, acquired_at,
+    clean_handoff, predecessor_end, last_op, version, change_xid)
+  SELECT $1, $2, coalesce(t.token, 0) + 1, n.now + $3::integer ${MS}, $3::integer, $4, n.now,
+    CASE WHEN t.token IS NULL THEN true ELSE coalesce(t.ended = 'released', false) END,
+    CASE WHEN t.token IS NULL THEN 'none' ELSE coalesce(t.ended, 'expired') END,
+    'acquired', coalesce(t.version, 0) + 1, pg_current_xact_id()
+  FROM (SELECT clock_timestamp() AS now) n
+  LEFT JOIN ${s}.tombstones t ON t.work_id = $1
+  ON CONFLICT (work_id) DO UPDATE SET
+    holder_id = EXCLUDED.holder_id,
+    token = l.token + 1,
+    expires_at = EXCLUDED.expires_at,
+    ttl_ms = EXCLUDED.ttl_ms,
+    step_id = EXCLUDED.step_id,
+    acquired_at = EXCLUDED.acquired_at,
+    renewed_at = NULL,
+    released_at = NULL,
+    clean_handoff = coalesce(l.ended = 'released', false),
+    predecessor_end = coalesce(l.ended, 'expired'),
+    ended = NULL,
+    last_op = 'acquired',
+    version = l.version + 1,
+    change_xid = EXCLUDED.change_xid
+  WHERE l.expires_at <= EXCLUDED.acquired_at
+  RETURNING l.token, l.expires_at
+)
+SELECT true AS ok, token, expires_at, NULL::text AS holder_id FROM ins
+UNION ALL
+SELECT false, c.token, c.expires_at, c.holder_id FROM ${L} c
+WHERE c.work_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
+    },
+
+    // $1 work_id, $2 token, $3 state, $4 ttl_ms
+    checkpoint: {
+      name: 'wl_checkpoint',
+      text: `
+WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+upd AS (
+  UPDATE ${L} l SET
+    state = $3,
+    checkpointed_at = n.now,
+    renewed_at = n.now,
+    expires_at = n.now + $4::integer ${MS},
+    ttl_ms = $4::integer,
+    last_op = 'checkpointed',
+    version = l.version + 1,
+    change_xid = pg_current_xact_id()
+  FROM n
+  WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
+  RETURNING l.expires_at
+),${refused}`,
+    },
+
+    // $1 work_id, $2 token, $3 ttl_ms
+    renew: {
+      name: 'wl_renew',
+      text: `
+WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+upd AS (
+  UPDATE ${L} l SET
+    renewed_at = n.now,
+    expires_at = n.now + $3::integer ${MS},
+    ttl_ms = $3::integer,
+    last_op = 'renewed',
+    version = l.version + 1,
+    change_xid = pg_current_xact_id()
+  FROM n
+  WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
+  RETURNING l.expires_at
+),${refused}`,
+    },
+
+    // $1 work_id, $2 token
+    release: {
+      name: 'wl_release',
+      text: `
+WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+upd AS (
+  UPDATE ${L} l SET
+    expires_at = n.now - interval '1 millisecond',
+    released_at = n.now,
+    ended = 'released',
+    last_op = 'released',
+    version = l.version + 1,
+    change_xid = pg_current_xact_id()
+  FROM n
+  WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
+  RETURNING l.expires_at
+),${refused}`,
+    },
+
+    // $1 work_id, $2 token
+    readCheckpoint: {
+      name: 'wl_read_checkpoint',
+      text: `
+SELECT token, expires_at, clean_handoff, CASE WHEN token = $2 THEN state END AS state
+FROM ${L} WHERE work_id = $1`,
+    },
+
+    get: { name: 'wl_get', text: `SELECT ${info()} FROM ${L} WHERE work_id = $1` },
+
+    // $1 work_id, $2 offset (0-based), $3 length. substring() is 1-based.
+    readState: {
+      text: `
+SELECT token, octet_length(state) AS size, substring(state FROM $2::integer + 1 FOR $3::integer) AS bytes
+FROM ${L} WHERE work_id = $1`,
+    },
+
+    serverTime: { name: 'wl_server_time', text: 'SELECT clock_timestamp() AS now' },
+
+    // $1 work_id, $2 expected token, $3 operator, $4 reason
+    forceRelease: {
+      text: `
+WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+cur AS (
+  SELECT work_id, token, holder_id, ended FROM ${L} WHERE work_id = $1 FOR UPDATE
+),
+upd AS (
+  UPDATE ${L} l SET
+    token = l.token + 1,
+    expires_at = n.now - interval '1 millisecond',
+    released_at = n.now,
+    ended = 'force-released',
+    last_op = 'force-released',
+    version = l.version + 1,
+    change_xid = pg_current_xact_id()
+  FROM n, cur
+  WHERE l.work_id = cur.work_id AND cur.token = $2 AND cur.ended IS NULL
+  RETURNING ${info('l')}
+),
+aud AS (
+  INSERT INTO ${s}.audit (at, action, work_id, operator, reason, old_holder_id, old_token, new_token)
+  SELECT n.now, 'force-release', cur.work_id, $3, $4, cur.holder_id, cur.token, upd.token
+  FROM n, cur, upd
+  RETURNING id
+)
+SELECT cur.token AS stored_token, cur.holder_id AS stored_holder_id, cur.ended AS stored_ended,
+  (SELECT id FROM aud) AS audit_id, upd.*
+FROM cur LEFT JOIN upd ON true`,
+    },
+
+    // $1 work_id or NULL, $2 limit
+    audit: {
+      text: `
+SELECT id, at, action, work_id, operator, reason, old_holder_id, old_token, new_token
+FROM ${s}.audit WHERE ($1::text IS NULL OR work_id = $1)
+ORDER BY id DESC LIMIT $2`,
+    },
+
+    // $1 older_than_ms, $2 limit
+    prune: {
+      text: `
+WITH n AS MATERIALIZED (SELECT clock_timestamp() - $1::bigint ${MS} AS cutoff, clock_timestamp() AS now),
+victims AS (
+  SELECT v.work_id FROM ${L} v, n WHERE v.expires_at < n.cutoff
+  ORDER BY v.expires_at LIMIT $2
+  FOR UPDATE OF v SKIP LOCKED
+),
+del AS (
+  DELETE FROM ${L} l USING victims, n
+  WHERE l.work_id = victims.work_id AND l.expires_at < n.cutoff
+  RETURNING l.work_id, l.token, l.version, l.ended
+),
+ins AS (
+  INSERT INTO ${s}.tombstones AS t (work_id, token, version, ended, pruned_at, change_xid)
+  SELECT del.work_id, del.token, del.version + 1, del.ended, n.now, pg_current_xact_id() FROM del, n
+  ON CONFLICT (work_id) DO UPDATE SET
+    token = EXCLUDED.token, version = EXCLUDED.version, ended = EXCLUDED.ended,
+    pruned_at = EXCLUDED.pruned_at, change_xid = EXCLUDED.change_xid
+  RETURNING 1
+)
+SELECT count(*)::int AS pruned FROM ins`,
+    },
+
+    changeCursor: { text: 'SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin' },
+
+    // $1 lower bound xid8, $2/$3 keyset (change_xid, work_id) to start after, $4 limit.
+    // The left join keeps one row (with the snapshot's xmin) when there are no changes.
+    changes: {
+      text: `
+SELECT snap.xmin AS snap_xmin, c.* FROM
+  (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin) snap
+LEFT JOIN LATERAL (
+  SELECT * FROM (
+    SELECT change_xid, last_op AS kind, ${info()} FROM ${L}
+    WHERE change_xid >= $1::xid8 AND (change_xid, work_id) > ($2::xid8, $3::text)
+    UNION ALL
+    SELECT change_xid, 'pruned', ${TOMBSTONE_INFO}
+    FROM ${s}.tombstones
+    WHERE change_xid >= $1::xid8 AND (change_xid, work_id) > ($2::xid8, $3::text)
+  ) u
+  ORDER BY change_xid, work_id
+  LIMIT $4
+) c ON true`,
+    },
+
+    list(filters) {
+      // Only fixed fragments are concatenated; every value is a parameter.
+      const params: unknown[] = [filters.limit];
+      const where: string[] = [];
+      const add = (sql: string, value: string | undefined): void => {
+        if (value === undefined) return;
+        params.push(value);
+        where.push(`${sql} $${params.length}::text`);
+      };
+      add('work_id >', filters.after);
+      add('work_id >=', filters.from);
+      add('work_id <', filters.below);
+      add('holder_id =', filters.holder);
+      const clause = where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`;
+      return { text: `SELECT ${info()} FROM ${L} ${clause} ORDER BY work_id LIMIT $1`, params };
+    },
+  };
+}
