@@ -1,0 +1,128 @@
+/**
+ * `worklease ls`: the fleet as a table (or JSON), with status derived against
+ * the backend's clock, never this machine's.
+ */
+import { DEFAULT_THRESHOLDS, LEASE_STATUSES, type LeaseStatus, type Thresholds } from '../../console/api.ts';
+import { leaseStatus } from '../../console/status.ts';
+import { InvalidArgumentError } from '../../lease/errors.ts';
+import type { LeaseBackend, LeaseInfo, ListOptions } from '../../lease/types.ts';
+import { type GlobalOptions, out, resolveUrl, withBackend } from '../context.ts';
+import { bytes, leaseJson, relative, table } from '../format.ts';
+
+export interface ThresholdOptions {
+  stuckAfter?: number;
+  expiringFraction?: number;
+}
+
+export interface LsOptions extends ThresholdOptions {
+  status?: string[];
+  holder?: string;
+  prefix?: string;
+  limit?: number;
+  json?: boolean;
+}
+
+export function thresholdsFrom(options: ThresholdOptions): Thresholds {
+  return {
+    stuckAfterMs: options.stuckAfter ?? DEFAULT_THRESHOLDS.stuckAfterMs,
+    expiringFraction: options.expiringFraction ?? DEFAULT_THRESHOLDS.expiringFraction,
+  };
+}
+
+/** `--status live,stuck --status expired` → a set; unknown names are refused before any I/O. */
+export function parseStatuses(values: string[] | undefined): Set<LeaseStatus> | null {
+  if (values === undefined || values.length === 0) return null;
+  const wanted = new Set<LeaseStatus>();
+  for (const name of values.flatMap((v) => v.split(',')).map((v) => v.trim())) {
+    if (name === '') continue;
+    if (!(LEASE_STATUSES as readonly string[]).includes(name)) {
+      throw new InvalidArgumentError(`unknown status '${name}': use one of ${LEASE_STATUSES.join(', ')}`);
+    }
+    wanted.add(name as LeaseStatus);
+  }
+  return wanted;
+}
+
+/** Every lease matching the filters, page by page. */
+export async function listAll(
+  backend: LeaseBackend,
+  filter: { holderId?: string | undefined; workIdPrefix?: string | undefined },
+): Promise<LeaseInfo[]> {
+  const items: LeaseInfo[] = [];
+  let cursor: string | null = null;
+  do {
+    const options: ListOptions = { cursor, limit: 1000 };
+    if (filter.holderId !== undefined) options.holderId = filter.holderId;
+    if (filter.workIdPrefix !== undefined) options.workIdPrefix = filter.workIdPrefix;
+    const page = await backend.admin.list(options);
+    items.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return items;
+}
+
+export async function lsCommand(
+  urlArg: string | undefined,
+  options: LsOptions,
+  globals: GlobalOptions,
+): Promise<void> {
+  const url = resolveUrl(urlArg);
+  const wanted = parseStatuses(options.status);
+  const thresholds = thresholdsFrom(options);
+  await withBackend(url, globals, async (backend) => {
+    const items = await listAll(backend, { holderId: options.holder, workIdPrefix: options.prefix });
+    const serverNow = (await backend.admin.serverTime()).getTime();
+    let rows = items
+      .map((info) => ({ info, status: leaseStatus(rowTimes(info), serverNow, thresholds) }))
+      .filter((r) => wanted === null || wanted.has(r.status));
+    if (options.limit !== undefined) rows = rows.slice(0, options.limit);
+    if (options.json) {
+      await out(
+        JSON.stringify(
+          rows.map((r) => leaseJson(r.info, r.status)),
+          null,
+          2,
+        ),
+      );
+      return;
+    }
+    if (rows.length === 0) {
+      await out(`no leases match (server time ${new Date(serverNow).toISOString()})`);
+      return;
+    }
+    const body = rows.map(({ info, status }) => [
+      info.workId,
+      status,
+      info.holderId,
+      info.fencingToken.toString(),
+      info.ended === null
+        ? relative(info.expiresAt, serverNow)
+        : `ended ${relative(info.releasedAt ?? info.expiresAt, serverNow)}`,
+      info.checkpointSize === null
+        ? '-'
+        : `${bytes(info.checkpointSize)}, ${relative(info.checkpointedAt, serverNow)}`,
+      info.stepId ?? '-',
+    ]);
+    const counts = new Map<LeaseStatus, number>();
+    for (const r of rows) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+    const summary = LEASE_STATUSES.filter((s) => counts.has(s))
+      .map((s) => `${s} ${counts.get(s)}`)
+      .join(', ');
+    await out(
+      `${table(['WORK ID', 'STATUS', 'HOLDER', 'TOKEN', 'EXPIRES', 'CHECKPOINT', 'STEP'], body)}\n` +
+        `${rows.length} lease${rows.length === 1 ? '' : 's'} (${summary}); server time ${new Date(serverNow).toISOString()}`,
+    );
+  });
+}
+
+/** The fields `leaseStatus` needs, as epoch ms. */
+export function rowTimes(info: LeaseInfo): Parameters<typeof leaseStatus>[0] {
+  return {
+    expiresAt: info.expiresAt.getTime(),
+    ttlMs: info.ttlMs,
+    ended: info.ended,
+    acquiredAt: info.acquiredAt.getTime(),
+    renewedAt: info.renewedAt?.getTime() ?? null,
+    checkpointedAt: info.checkpointedAt?.getTime() ?? null,
+  };
+}

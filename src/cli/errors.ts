@@ -1,0 +1,103 @@
+/**
+ * How the CLI reports failure: one line `worklease: <CODE>: <message>` on
+ * stderr and an exit status per error code, so scripts branch on the status
+ * and people read one sentence instead of a stack trace.
+ */
+import { CommanderError } from 'commander';
+import { redactUrl } from '../backends/url.ts';
+import { type ErrorCode, SchemaMismatchError, WorkleaseError } from '../lease/errors.ts';
+
+/**
+ * Exit statuses (documented in `worklease --help`):
+ * 0 ok, 1 internal error, 2 bad arguments, 3 not found, 4 conflict (the lease
+ * changed since the token you gave), 5 backend unreachable, 6 schema missing or
+ * old, 7 forbidden.
+ */
+export const EXIT = {
+  OK: 0,
+  INTERNAL: 1,
+  INVALID_ARGUMENT: 2,
+  NOT_FOUND: 3,
+  CONFLICT: 4,
+  BACKEND_UNAVAILABLE: 5,
+  SCHEMA_MISMATCH: 6,
+  FORBIDDEN: 7,
+} as const;
+
+const EXIT_BY_CODE: Record<ErrorCode, number> = {
+  INTERNAL: EXIT.INTERNAL,
+  INVALID_ARGUMENT: EXIT.INVALID_ARGUMENT,
+  NOT_FOUND: EXIT.NOT_FOUND,
+  CONFLICT: EXIT.CONFLICT,
+  // The CLI never holds leases; if a lease-state error ever reaches it, it is
+  // a conflict with the lease's current state, like CONFLICT.
+  LEASE_HELD: EXIT.CONFLICT,
+  FENCED: EXIT.CONFLICT,
+  LEASE_EXPIRED: EXIT.CONFLICT,
+  LEASE_LOST: EXIT.CONFLICT,
+  BACKEND_UNAVAILABLE: EXIT.BACKEND_UNAVAILABLE,
+  SCHEMA_MISMATCH: EXIT.SCHEMA_MISMATCH,
+  FORBIDDEN: EXIT.FORBIDDEN,
+};
+
+export const EXIT_HELP = `Exit status:
+  0  ok
+  1  internal error (a bug, or an unexpected server reply)
+  2  bad arguments (INVALID_ARGUMENT)
+  3  not found (NOT_FOUND)
+  4  conflict: the lease changed since the token you gave (CONFLICT)
+  5  backend unreachable or timed out (BACKEND_UNAVAILABLE)
+  6  schema missing or too old: run \`worklease migrate <url>\` (SCHEMA_MISMATCH)
+  7  forbidden (FORBIDDEN)`;
+
+export interface Failure {
+  code: ErrorCode;
+  exitCode: number;
+  /** The one line for stderr, without a trailing newline. */
+  line: string;
+}
+
+/** Passwords in any URL inside a message are replaced by `***`. */
+function redactText(text: string): string {
+  return text.replace(/[a-z][a-z0-9+.-]*:\/\/[^\s'"`]+/gi, (url) => redactUrl(url));
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim();
+}
+
+/** Maps anything thrown (worklease errors, commander's argument errors, bugs) to a code, status and line. */
+export function describeFailure(err: unknown): Failure {
+  let code: ErrorCode;
+  let message: string;
+  if (err instanceof WorkleaseError) {
+    code = err.code;
+    message = err.message;
+    if (err instanceof SchemaMismatchError && !/worklease migrate/.test(message)) {
+      message += ' — run `worklease migrate <url>` to create or upgrade the schema';
+    }
+  } else if (err instanceof CommanderError) {
+    code = 'INVALID_ARGUMENT';
+    message = err.message.replace(/^error: /, '');
+  } else {
+    code = 'INTERNAL';
+    message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  }
+  return {
+    code,
+    exitCode: EXIT_BY_CODE[code] ?? EXIT.INTERNAL,
+    line: `worklease: ${code}: ${oneLine(redactText(message)) || 'unknown error'}`,
+  };
+}
+
+/** The stack and cause chain, for `--debug`. */
+export function debugDetails(err: unknown): string {
+  const parts: string[] = [];
+  let current: unknown = err;
+  for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
+    parts.push(redactText(current instanceof Error ? (current.stack ?? current.message) : String(current)));
+    current = current instanceof Error ? current.cause : undefined;
+    if (current !== undefined) parts.push('caused by:');
+  }
+  return parts.join('\n');
+}

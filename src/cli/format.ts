@@ -1,0 +1,93 @@
+/**
+ * Text and JSON renderings of leases for the terminal. JSON output carries
+ * tokens and versions as decimal strings and times as ISO 8601 (UTC), so it
+ * round-trips through any JSON tool without losing precision.
+ */
+import type { LeaseStatus } from '../console/api.ts';
+import type { LeaseInfo } from '../lease/types.ts';
+
+const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
+
+export interface LeaseJson {
+  workId: string;
+  status: LeaseStatus;
+  holderId: string;
+  fencingToken: string;
+  expiresAt: string;
+  ttlMs: number;
+  stepId: string | null;
+  acquiredAt: string;
+  renewedAt: string | null;
+  checkpointedAt: string | null;
+  releasedAt: string | null;
+  checkpointSize: number | null;
+  cleanHandoff: boolean;
+  predecessorEnd: LeaseInfo['predecessorEnd'];
+  ended: LeaseInfo['ended'];
+  version: string;
+}
+
+export function leaseJson(info: LeaseInfo, status: LeaseStatus): LeaseJson {
+  return {
+    workId: info.workId,
+    status,
+    holderId: info.holderId,
+    fencingToken: info.fencingToken.toString(),
+    expiresAt: info.expiresAt.toISOString(),
+    ttlMs: info.ttlMs,
+    stepId: info.stepId,
+    acquiredAt: info.acquiredAt.toISOString(),
+    renewedAt: iso(info.renewedAt),
+    checkpointedAt: iso(info.checkpointedAt),
+    releasedAt: iso(info.releasedAt),
+    checkpointSize: info.checkpointSize,
+    cleanHandoff: info.cleanHandoff,
+    predecessorEnd: info.predecessorEnd,
+    ended: info.ended,
+    version: info.version.toString(),
+  };
+}
+
+/** `1.5s`, `4m10s`, `2h05m`, `3d04h`. */
+export function duration(ms: number): string {
+  const abs = Math.abs(ms);
+  if (abs < 1000) return `${Math.round(abs)}ms`;
+  if (abs < 10_000) return `${(abs / 1000).toFixed(1)}s`;
+  const s = Math.floor(abs / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return `${h}h${String(m % 60).padStart(2, '0')}m`;
+  return `${Math.floor(h / 24)}d${String(h % 24).padStart(2, '0')}h`;
+}
+
+/** `in 12s` / `3m04s ago`, relative to the server's clock. */
+export function relative(at: Date | null, serverNow: number): string {
+  if (at === null) return '-';
+  const delta = at.getTime() - serverNow;
+  return delta >= 0 ? `in ${duration(delta)}` : `${duration(delta)} ago`;
+}
+
+export function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+/** Left-aligned columns separated by two spaces; the last column is not padded. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+/** Key/value lines with aligned values. */
+export function fields(pairs: [string, string][]): string {
+  const width = Math.max(...pairs.map(([k]) => k.length));
+  return pairs.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
+}

@@ -1,0 +1,237 @@
+/**
+ * The `worklease` command line: argument parsing (commander), help with
+ * examples, and the mapping of every failure to one stderr line and an exit
+ * status (see errors.ts).
+ */
+
+import { readFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { lsCommand } from './commands/ls.ts';
+import { migrateCommand } from './commands/migrate.ts';
+import { releaseCommand } from './commands/release.ts';
+import { demoCommand, serveCommand } from './commands/serve.ts';
+import { showCommand } from './commands/show.ts';
+import { watchCommand } from './commands/watch.ts';
+import {
+  collect,
+  type GlobalOptions,
+  parseFraction,
+  parseNonNegativeInt,
+  parsePositiveInt,
+  parseToken,
+} from './context.ts';
+import { EXIT_HELP } from './errors.ts';
+
+const URL_HELP = `Backend URLs: postgres://user@host:5432/db, redis://host:6379, rediss://…,
+redis+cluster://host:port[,host:port…], pglite://memory, pglite:///absolute/dir.
+The URL argument may be left out when WORKLEASE_URL is set.`;
+
+function examples(lines: string[]): string {
+  return `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`;
+}
+
+function globalsOf(cmd: Command): GlobalOptions {
+  return cmd.optsWithGlobals<GlobalOptions>();
+}
+
+function addThresholds(cmd: Command): Command {
+  return cmd
+    .option(
+      '--stuck-after <ms>',
+      'a live lease whose checkpoint has not moved for this long is stuck (default 60000)',
+      parsePositiveInt,
+    )
+    .option(
+      '--expiring-fraction <f>',
+      'a live lease with less than this fraction of its ttl left is expiring (default 0.25)',
+      parseFraction,
+    );
+}
+
+/** Builds the program. Output and exits are left to the caller (`main`). */
+export function buildProgram(): Command {
+  const program = new Command('worklease')
+    .description('Inspect and operate worklease fleets: leases, checkpoints, force-release, live console.')
+    .version(packageVersion(), '-V, --version')
+    .option('--schema <name>', 'Postgres/PGlite schema (default worklease)')
+    .option('--key-prefix <prefix>', 'Redis key prefix (default worklease)')
+    .option(
+      '--timeout <ms>',
+      'how long one backend call may wait before failing as unreachable (default 10000)',
+      parsePositiveInt,
+    )
+    .option('--debug', 'print stack traces of errors (also WORKLEASE_DEBUG=1)')
+    .showSuggestionAfterError()
+    .exitOverride()
+    .configureOutput({ outputError: () => {} })
+    .addHelpText('after', `\n${URL_HELP}\n\n${EXIT_HELP}\n`);
+
+  program
+    .command('migrate')
+    .description('create or upgrade the worklease schema on a backend')
+    .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
+    .addHelpText(
+      'after',
+      examples([
+        'worklease migrate postgres://postgres@127.0.0.1:5432/app',
+        'worklease migrate redis://127.0.0.1:6379 --key-prefix jobs',
+      ]),
+    )
+    .action((url: string | undefined, _opts: unknown, cmd: Command) => migrateCommand(url, globalsOf(cmd)));
+
+  addThresholds(
+    program
+      .command('ls')
+      .description('list leases with their derived status (by the backend clock)')
+      .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
+      .option(
+        '--status <list>',
+        'only these statuses, comma-separated or repeated: live, expiring, expired, released, stuck, force-released',
+        collect,
+      )
+      .option('--holder <holderId>', 'only leases whose current or last holder is this one')
+      .option('--prefix <workIdPrefix>', 'only work ids starting with this')
+      .option('--limit <n>', 'print at most this many rows', parsePositiveInt)
+      .option('--json', 'print a JSON array (tokens as strings, times as ISO 8601)'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'worklease ls postgres://postgres@127.0.0.1/app',
+        'worklease ls $URL --status stuck,expired --stuck-after 120000',
+        'worklease ls $URL --holder worker-7 --prefix billing/ --json | jq .',
+      ]),
+    )
+    .action((url: string | undefined, opts, cmd: Command) => lsCommand(url, opts, globalsOf(cmd)));
+
+  addThresholds(
+    program
+      .command('show')
+      .description('show one lease: every field and its decoded checkpoint (JSON, text, or hex for binary)')
+      .usage('[options] [url] <workId>')
+      .argument('<url-or-workId>', 'backend URL, or the work id when WORKLEASE_URL is set')
+      .argument('[workId]', 'work id')
+      .option('--offset <bytes>', 'checkpoint page start (default 0)', parseNonNegativeInt)
+      .option('--length <bytes>', 'checkpoint page size, at most 1048576 (default 65536)', parsePositiveInt)
+      .option('--raw', 'write the whole checkpoint as raw bytes to stdout (for piping)')
+      .option('--json', 'print JSON (lease fields, and the page as base64 plus its decoding)'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'worklease show postgres://postgres@127.0.0.1/app billing/job-17',
+        'worklease show $URL blob-3 --offset 65536',
+        'worklease show $URL blob-3 --raw > blob-3.bin',
+      ]),
+    )
+    .action((first: string, second: string | undefined, opts, cmd: Command) =>
+      showCommand(first, second, opts, globalsOf(cmd)),
+    );
+
+  program
+    .command('release')
+    .description(
+      'force-release a lease: bumps its fencing token so the current holder is fenced out, and audits it',
+    )
+    .usage('[options] [url] <workId> --force --expected-token <n> --reason <text>')
+    .argument('<url-or-workId>', 'backend URL, or the work id when WORKLEASE_URL is set')
+    .argument('[workId]', 'work id')
+    .option('--force', 'required: confirms you mean to fence out the current holder')
+    .requiredOption(
+      '--expected-token <n>',
+      'the fencing token you saw (from ls/show); refused with CONFLICT if it changed',
+      parseToken,
+    )
+    .requiredOption('--reason <text>', 'why (recorded in the audit log)')
+    .option('--operator <name>', 'who (recorded in the audit log; default the OS user)')
+    .option('--json', 'print the released lease as JSON')
+    .addHelpText(
+      'after',
+      examples([
+        'worklease show $URL billing/job-17          # note its fencing token, e.g. 41',
+        'worklease release $URL billing/job-17 --force --expected-token 41 --reason "stuck since 09:12, INC-2231"',
+      ]),
+    )
+    .action((first: string, second: string | undefined, opts, cmd: Command) =>
+      releaseCommand(first, second, opts, globalsOf(cmd)),
+    );
+
+  program
+    .command('watch')
+    .description('print lease changes as they happen: time, work id, kind, holder, token')
+    .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
+    .option(
+      '--kind <list>',
+      'only these kinds: acquired, renewed, checkpointed, released, force-released, pruned',
+      collect,
+    )
+    .option('--holder <holderId>', 'only changes by this holder')
+    .option('--prefix <workIdPrefix>', 'only work ids starting with this')
+    .option('--max-interval <ms>', 'longest pause between polls when idle (default 1000)', parsePositiveInt)
+    .option('--json', 'print one JSON object per line')
+    .addHelpText(
+      'after',
+      examples([
+        'worklease watch redis://127.0.0.1:6379',
+        'worklease watch $URL --kind acquired,released,force-released',
+        'worklease watch $URL --json | jq -c "select(.kind == \\"force-released\\")"',
+      ]),
+    )
+    .action((url: string | undefined, opts, cmd: Command) => watchCommand(url, opts, globalsOf(cmd)));
+
+  program
+    .command('serve')
+    .description('serve the web console for one or more backends (bound to 127.0.0.1 with a token)')
+    .option('--connect <url>', 'a backend to show (repeatable; default $WORKLEASE_URL)', collect)
+    .option('--host <host>', 'address to bind', '127.0.0.1')
+    .option('--port <port>', 'port (0 picks a free one)', parseNonNegativeInt, 7420)
+    .option('--token <token>', 'access token (default $WORKLEASE_TOKEN, else a random one)')
+    .option('--read-only', 'refuse force-release on every connection')
+    .addOption(new Option('--environment <label>', 'label shown beside the connections').default(''))
+    .addHelpText(
+      'after',
+      examples([
+        'worklease serve --connect postgres://postgres@127.0.0.1/app',
+        'worklease serve --connect $PROD_URL --connect $STAGING_URL --read-only --port 0',
+      ]),
+    )
+    .action((opts, cmd: Command) => serveCommand(opts, globalsOf(cmd)));
+
+  program
+    .command('demo')
+    .description('run a simulated fleet of workers (some stuck, dying, flapping) and serve the console on it')
+    .option('--backend <url>', 'backend to run the fleet on (migrated first)', 'pglite://memory')
+    .option('--workers <n>', 'simulated workers, 1..200', parsePositiveInt, 8)
+    .option('--items <n>', 'most work items created, 1..10000', parsePositiveInt, 40)
+    .option('--ttl <ms>', 'lease ttl of every claim', parsePositiveInt, 10_000)
+    .option('--tick <ms>', 'time between two steps of one worker', parsePositiveInt, 1000)
+    .option('--stuck-after <ms>', 'console threshold for stuck leases', parsePositiveInt, 20_000)
+    .option('--no-serve', 'run the fleet only, without the console')
+    .option('--host <host>', 'console address to bind', '127.0.0.1')
+    .option('--port <port>', 'console port (0 picks a free one)', parseNonNegativeInt, 7420)
+    .option('--token <token>', 'console access token (default $WORKLEASE_TOKEN, else a random one)')
+    .addHelpText(
+      'after',
+      examples([
+        'worklease demo',
+        'worklease demo --backend postgres://postgres@127.0.0.1/test --schema demo --workers 12',
+        'worklease demo --backend redis://127.0.0.1:6379 --key-prefix demo --no-serve',
+      ]),
+    )
+    .action((opts, cmd: Command) => demoCommand(opts, globalsOf(cmd)));
+
+  // Settings given to `program` above are copied to each subcommand when it is created.
+  for (const cmd of program.commands) cmd.showHelpAfterError(false);
+  return program;
+}
+
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
+    return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}

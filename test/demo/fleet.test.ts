@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LeaseStatus } from '../../src/console/api.ts';
+import { decodeCheckpoint } from '../../src/console/decode.ts';
+import { leaseStatus } from '../../src/console/status.ts';
+import { encodePayload, resume, startDemoFleet } from '../../src/demo/fleet.ts';
+import { type LeaseBackend, type LeaseInfo, openBackend } from '../../src/index.ts';
+
+const thresholds = { expiringFraction: 0.25, stuckAfterMs: 700 };
+
+function statusOf(info: LeaseInfo, now: number): LeaseStatus {
+  return leaseStatus(
+    {
+      expiresAt: info.expiresAt.getTime(),
+      ttlMs: info.ttlMs,
+      ended: info.ended,
+      acquiredAt: info.acquiredAt.getTime(),
+      renewedAt: info.renewedAt?.getTime() ?? null,
+      checkpointedAt: info.checkpointedAt?.getTime() ?? null,
+    },
+    now,
+    thresholds,
+  );
+}
+
+describe('demo fleet on pglite://memory', () => {
+  let backend: LeaseBackend;
+  beforeAll(async () => {
+    backend = await openBackend('pglite://memory');
+  });
+  afterAll(async () => {
+    await backend?.close();
+  });
+
+  it('shows live, stuck and ended leases with JSON, text and binary checkpoints, within its bounds', async () => {
+    const errors: unknown[] = [];
+    const fleet = startDemoFleet(backend, {
+      workers: 6,
+      items: 10,
+      ttlMs: 1200,
+      tickMs: 120,
+      stuckForMs: 60_000,
+      newItemEveryMs: 200,
+      onError: (err) => errors.push(err),
+    });
+    expect(new Set(fleet.workers.values())).toEqual(new Set(['steady', 'stuck', 'dying', 'flapping']));
+    const seen = new Set<LeaseStatus>();
+    let items: LeaseInfo[] = [];
+    const deadline = Date.now() + 20_000;
+    try {
+      // Polls until every behaviour has shown up at least once (or the generous deadline passes).
+      while (Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 250));
+        items = (await backend.admin.list({ limit: 1000 })).items;
+        const now = (await backend.admin.serverTime()).getTime();
+        for (const info of items) seen.add(statusOf(info, now));
+        if (['live', 'stuck', 'expired', 'released'].every((s) => seen.has(s as LeaseStatus))) break;
+      }
+    } finally {
+      await fleet.stop();
+    }
+    expect([...seen]).toEqual(expect.arrayContaining(['live', 'stuck', 'expired', 'released']));
+    expect(items.length).toBeLessThanOrEqual(10);
+    expect(fleet.stats().items).toBeLessThanOrEqual(10);
+    expect(errors).toEqual([]);
+
+    const kinds = new Set<string>();
+    for (const info of items) {
+      const page = await backend.admin.readState(info.workId);
+      if (page === null || page.size === null) continue;
+      kinds.add(decodeCheckpoint(page.bytes, page.size, 0).kind);
+    }
+    expect([...kinds]).toEqual(expect.arrayContaining(['json', 'text', 'hex']));
+    const stats = fleet.stats();
+    expect(stats.claims).toBeGreaterThan(5);
+    expect(stats.saves).toBeGreaterThan(5);
+    expect(stats.renewals).toBeGreaterThan(0);
+    expect(stats.abandoned).toBeGreaterThan(0);
+    // stop() is idempotent and nothing runs after it.
+    await fleet.stop();
+    const before = (await backend.admin.changeCursor()) as string;
+    await new Promise((r) => setTimeout(r, 400));
+    expect((await backend.admin.changes({ cursor: before })).changes).toEqual([]);
+  });
+});
+
+describe('demo payloads', () => {
+  it('resume where the previous holder stopped, and start a new run when done', () => {
+    for (const format of ['json', 'text', 'binary'] as const) {
+      const bytes = encodePayload(format, { processed: 7, target: 30, run: 2 }, 'w-1', 3);
+      expect(resume(bytes, format)).toEqual({ processed: 7, target: 30, run: 2 });
+      const done = encodePayload(format, { processed: 30, target: 30, run: 2 }, 'w-1', 3);
+      expect(resume(done, format)).toMatchObject({ processed: 0, run: 3 });
+    }
+    expect(resume(null, 'json')).toMatchObject({ processed: 0, run: 1 });
+    expect(resume(new Uint8Array([1, 2, 3]), 'binary')).toMatchObject({ processed: 0, run: 1 });
+  });
+});
