@@ -1,0 +1,106 @@
+/**
+ * The one table that turns what ioredis throws into worklease errors.
+ *
+ * BACKEND_UNAVAILABLE means "the call may or may not have been applied; the
+ * server could not be reached or did not answer in time" — the caller (the
+ * holder layer) may retry within its lease deadline. Everything else is final.
+ * Callers branch on the resulting `code`, never on these messages.
+ */
+import {
+  BackendUnavailableError,
+  ErrorCode,
+  ForbiddenError,
+  InternalError,
+  WorkleaseError,
+} from '../../lease/errors.ts';
+
+type Verdict = typeof ErrorCode.BACKEND_UNAVAILABLE | typeof ErrorCode.FORBIDDEN | typeof ErrorCode.INTERNAL;
+
+/** Redis error reply prefixes (the first word of the reply). */
+const REPLY_PREFIX: Record<string, Verdict> = {
+  // The server cannot serve right now; nothing was executed.
+  LOADING: ErrorCode.BACKEND_UNAVAILABLE, // loading its dataset after a restart
+  BUSY: ErrorCode.BACKEND_UNAVAILABLE, // another script is running past lua-time-limit
+  MASTERDOWN: ErrorCode.BACKEND_UNAVAILABLE, // replica lost its master
+  CLUSTERDOWN: ErrorCode.BACKEND_UNAVAILABLE, // cluster has unserved slots
+  TRYAGAIN: ErrorCode.BACKEND_UNAVAILABLE, // slot migrating; ioredis already retried
+  MOVED: ErrorCode.BACKEND_UNAVAILABLE, // redirect storm beyond maxRedirections
+  ASK: ErrorCode.BACKEND_UNAVAILABLE,
+  READONLY: ErrorCode.BACKEND_UNAVAILABLE, // we reached a replica after a failover
+  NOREPLICAS: ErrorCode.BACKEND_UNAVAILABLE, // min-replicas-to-write not met
+  OOM: ErrorCode.BACKEND_UNAVAILABLE, // maxmemory reached: writes refused until memory frees up
+  // Credentials or ACLs: retrying will not help.
+  NOAUTH: ErrorCode.FORBIDDEN,
+  WRONGPASS: ErrorCode.FORBIDDEN,
+  NOPERM: ErrorCode.FORBIDDEN,
+  // A key under our prefix holds another type, a script failed, or NOSCRIPT escaped the fallback: a bug
+  // or someone else writing under our prefix.
+  WRONGTYPE: ErrorCode.INTERNAL,
+  NOSCRIPT: ErrorCode.INTERNAL,
+  ERR: ErrorCode.INTERNAL,
+};
+
+/** Socket errno codes (`err.code`). All of them mean the connection is gone or never came up. */
+const ERRNO = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ERR_SOCKET_CLOSED',
+  'ERR_STREAM_DESTROYED',
+]);
+
+/** Client-side conditions ioredis reports by message or class name. */
+const CLIENT_MESSAGE: ReadonlyArray<readonly [RegExp, Verdict]> = [
+  [/^Command timed out/, ErrorCode.BACKEND_UNAVAILABLE], // commandTimeout (= callTimeoutMs)
+  [/^Connection is closed/, ErrorCode.BACKEND_UNAVAILABLE],
+  [/^Command aborted due to connection close/, ErrorCode.BACKEND_UNAVAILABLE],
+  [/^Reached the max retries per request limit/, ErrorCode.BACKEND_UNAVAILABLE], // in flight when the socket dropped
+  [/^Stream isn't writeable/, ErrorCode.BACKEND_UNAVAILABLE], // socket dropped between ready check and write
+  [/^Cluster isn't ready/, ErrorCode.BACKEND_UNAVAILABLE],
+  [/^Cluster is ended/, ErrorCode.BACKEND_UNAVAILABLE],
+  [/^Too many Cluster redirections/, ErrorCode.BACKEND_UNAVAILABLE],
+  [/^None of startup nodes is available/, ErrorCode.BACKEND_UNAVAILABLE],
+  [/^Failed to refresh slots cache/, ErrorCode.BACKEND_UNAVAILABLE],
+  [/^connect ETIMEDOUT/, ErrorCode.BACKEND_UNAVAILABLE],
+  [/^Ready check failed/, ErrorCode.BACKEND_UNAVAILABLE],
+];
+
+function verdictOf(err: unknown): Verdict {
+  if (!(err instanceof Error)) return ErrorCode.INTERNAL;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && ERRNO.has(code)) return ErrorCode.BACKEND_UNAVAILABLE;
+  if (err.name === 'MaxRetriesPerRequestError') return ErrorCode.BACKEND_UNAVAILABLE;
+  const message = err.message;
+  for (const [pattern, verdict] of CLIENT_MESSAGE) if (pattern.test(message)) return verdict;
+  if (err.name === 'ReplyError') {
+    const prefix = /^[A-Z]+/.exec(message)?.[0];
+    if (prefix !== undefined && prefix in REPLY_PREFIX) return REPLY_PREFIX[prefix]!;
+    return ErrorCode.INTERNAL;
+  }
+  // A bare socket error without a code, or the cluster's wrapper around one.
+  if (/ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|socket hang up/.test(message)) {
+    return ErrorCode.BACKEND_UNAVAILABLE;
+  }
+  return ErrorCode.INTERNAL;
+}
+
+/** Maps an ioredis failure of `op` to a worklease error; worklease errors pass through unchanged. */
+export function classifyRedisError(err: unknown, op: string, url: string): WorkleaseError {
+  if (err instanceof WorkleaseError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  switch (verdictOf(err)) {
+    case ErrorCode.BACKEND_UNAVAILABLE:
+      return new BackendUnavailableError(`${op} on ${url} failed: ${message}`, { cause: err });
+    case ErrorCode.FORBIDDEN:
+      return new ForbiddenError(`${op} on ${url} was refused by the server: ${message}`, { cause: err });
+    default:
+      return new InternalError(`${op} on ${url} failed unexpectedly: ${message}`, { cause: err });
+  }
+}

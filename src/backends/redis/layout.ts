@@ -1,0 +1,187 @@
+/**
+ * Key layout of the Redis backend (layout version 1). Nothing here does I/O.
+ *
+ * A work id maps to one of B buckets (B is fixed when the prefix is created and
+ * stored in `<prefix>:meta`). Every key of a bucket carries the hash tag
+ * `{<prefix>:b<n>}`, so every key one call touches lives in one hash slot and
+ * the same scripts run unchanged on standalone Redis and on Redis Cluster,
+ * where different buckets land on different masters. The prefix is in the tag
+ * so that two prefixes spread over different slots, and every key also starts
+ * with `<prefix>:` so `SCAN MATCH <prefix>:*` finds everything of one prefix.
+ *
+ * | key                         | type   | holds                                                         |
+ * |-----------------------------|--------|---------------------------------------------------------------|
+ * | `<P>:meta`                  | hash   | `layout` (1), `buckets` (B), `created_at` (ms)                 |
+ * | `<P>:{<P>:b<n>}:l:<workId>` | hash   | one lease: {@link INFO_FIELDS} plus `state` and `last_op`      |
+ * | `<P>:{<P>:b<n>}:tok`        | hash   | workId → last fencing token; survives pruning                  |
+ * | `<P>:{<P>:b<n>}:ids`        | zset   | workIds, score 0 (lexicographic index for paged listing)      |
+ * | `<P>:{<P>:b<n>}:exp`        | zset   | workId → expires_at ms (ended/expired leases for prune)        |
+ * | `<P>:{<P>:b<n>}:chg`        | stream | change feed: `workId kind token version`, `MAXLEN ~ 10000`     |
+ * | `<P>:{<P>:b<n>}:aud`        | stream | admin audit log (force-release), `MAXLEN ~ 10000`              |
+ *
+ * (`<P>` is the key prefix.) Lease hashes carry no Redis TTL: an expired lease stays visible to operators
+ * until an explicit prune.
+ */
+import { InvalidArgumentError } from '../../lease/errors.ts';
+
+export const LAYOUT_VERSION = 1;
+export const DEFAULT_BUCKETS = 32;
+/** Approximate cap of each bucket's change stream and audit stream (entries). */
+export const STREAM_MAXLEN = 10_000;
+
+/**
+ * The lease hash fields an operator sees, in the order every script and HMGET
+ * returns them. The `state` bytes are deliberately not among them: listings,
+ * the change feed and `get` never move checkpoint payloads.
+ */
+export const INFO_FIELDS = [
+  'holder',
+  'token',
+  'expires_at',
+  'ttl_ms',
+  'step',
+  'acquired_at',
+  'renewed_at',
+  'checkpointed_at',
+  'released_at',
+  'state_size',
+  'clean',
+  'pred_end',
+  'ended',
+  'version',
+] as const;
+
+/** FNV-1a (32 bit) of the UTF-8 bytes of `s`, without allocating the encoded bytes. */
+export function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  const add = (byte: number): void => {
+    h = Math.imul(h ^ byte, 0x01000193);
+  };
+  for (let i = 0; i < s.length; i++) {
+    let c = s.charCodeAt(i);
+    if (c < 0x80) {
+      add(c);
+      continue;
+    }
+    if (c < 0x800) {
+      add(0xc0 | (c >> 6));
+      add(0x80 | (c & 0x3f));
+      continue;
+    }
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const lo = s.charCodeAt(i + 1);
+      if (lo >= 0xdc00 && lo <= 0xdfff) {
+        c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
+        i++;
+        add(0xf0 | (c >> 18));
+        add(0x80 | ((c >> 12) & 0x3f));
+        add(0x80 | ((c >> 6) & 0x3f));
+        add(0x80 | (c & 0x3f));
+        continue;
+      }
+    }
+    add(0xe0 | (c >> 12));
+    add(0x80 | ((c >> 6) & 0x3f));
+    add(0x80 | (c & 0x3f));
+  }
+  return h >>> 0;
+}
+
+/** Key names of one prefix with B buckets; per-bucket strings are built once. */
+export class Layout {
+  readonly meta: string;
+  /** `{<prefix>:b<n>}` for each bucket. */
+  readonly tags: readonly string[];
+  /** `<prefix>:{<prefix>:b<n>}:l:` — a lease key is this plus the work id. */
+  readonly leasePrefixes: readonly string[];
+  readonly tok: readonly string[];
+  readonly ids: readonly string[];
+  readonly exp: readonly string[];
+  readonly chg: readonly string[];
+  readonly aud: readonly string[];
+
+  constructor(
+    readonly prefix: string,
+    readonly buckets: number,
+  ) {
+    if (!Number.isInteger(buckets) || buckets < 1 || buckets > 16384) {
+      throw new InvalidArgumentError(`bucket count must be an integer from 1 to 16384, got ${buckets}`);
+    }
+    this.meta = `${prefix}:meta`;
+    const tags = Array.from({ length: buckets }, (_, n) => `{${prefix}:b${n}}`);
+    this.tags = tags;
+    const base = tags.map((t) => `${prefix}:${t}`);
+    this.leasePrefixes = base.map((k) => `${k}:l:`);
+    this.tok = base.map((k) => `${k}:tok`);
+    this.ids = base.map((k) => `${k}:ids`);
+    this.exp = base.map((k) => `${k}:exp`);
+    this.chg = base.map((k) => `${k}:chg`);
+    this.aud = base.map((k) => `${k}:aud`);
+  }
+
+  bucketOf(workId: string): number {
+    return fnv1a(workId) % this.buckets;
+  }
+
+  leaseKey(bucket: number, workId: string): string {
+    return this.leasePrefixes[bucket] + workId;
+  }
+
+  /** Every key a lease call on `workId` may touch (for tests and operators). */
+  keysOf(workId: string): string[] {
+    const b = this.bucketOf(workId);
+    return [this.leaseKey(b, workId), this.tok[b]!, this.ids[b]!, this.exp[b]!, this.chg[b]!, this.aud[b]!];
+  }
+}
+
+// Cursors are opaque to callers but must be validated: a cursor is
+// `<tag>.<payload>` so one from another call (or backend) is refused up front.
+
+const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
+
+/** The change-feed cursor: the last stream id seen in every bucket. */
+export function encodeChangeCursor(ids: readonly string[]): string {
+  return `rc1.${ids.length}.${ids.join('.')}`;
+}
+
+export function decodeChangeCursor(cursor: string, buckets: number): string[] {
+  const parts = cursor.split('.');
+  if (parts[0] !== 'rc1' || parts[1] !== String(buckets) || parts.length !== buckets + 2) {
+    throw new InvalidArgumentError('options.cursor is not a change cursor of this Redis backend');
+  }
+  const ids = parts.slice(2);
+  for (const id of ids) {
+    if (!STREAM_ID.test(id)) throw new InvalidArgumentError('options.cursor holds a malformed stream id');
+  }
+  return ids;
+}
+
+export interface ListCursor {
+  bucket: number;
+  /** The last work id returned in that bucket; null to start the bucket from its beginning. */
+  after: string | null;
+}
+
+export function encodeListCursor(c: ListCursor): string {
+  return c.after === null
+    ? `rl1.${c.bucket}`
+    : `rl1.${c.bucket}.${Buffer.from(c.after, 'utf8').toString('base64url')}`;
+}
+
+export function decodeListCursor(cursor: string, buckets: number): ListCursor {
+  const m = /^rl1\.(\d{1,5})(?:\.([A-Za-z0-9_-]+))?$/.exec(cursor);
+  const bucket = m === null ? Number.NaN : Number(m[1]);
+  if (m === null || !(bucket < buckets)) {
+    throw new InvalidArgumentError('options.cursor is not a list cursor of this Redis backend');
+  }
+  const after = m[2] === undefined ? null : Buffer.from(m[2], 'base64url').toString('utf8');
+  return { bucket, after };
+}
+
+/** Compares two stream ids (`ms-seq`) numerically. */
+export function compareStreamIds(a: string, b: string): number {
+  const [am = '0', as = '0'] = a.split('-');
+  const [bm = '0', bs = '0'] = b.split('-');
+  const d = Number(am) - Number(bm);
+  return d !== 0 ? Math.sign(d) : Math.sign(Number(as) - Number(bs));
+}

@@ -1,0 +1,354 @@
+/**
+ * The Lua scripts of the Redis backend: one script per call.
+ *
+ * Why a script is atomic: Redis runs a script to completion before it serves
+ * any other command, so the read (HMGET), the decision and the writes of one
+ * call see and leave a consistent lease; no client-side read-modify-write.
+ * Every key a script touches carries the same bucket hash tag (see layout.ts),
+ * so on Redis Cluster the whole script runs on the one master owning that slot.
+ * Keys built inside a script (`leasePrefix .. workId` in the per-bucket admin
+ * scripts) are in that same slot by construction.
+ *
+ * Time is the server's: `TIME` (allowed in Redis 7 scripts, which replicate
+ * their effects, not the script). Milliseconds = seconds * 1000 + floor(µs / 1000).
+ *
+ * Replies tell every outcome apart, so a call never needs a second round trip:
+ * the first element is a status word (`OK`, `HELD`, `FENCED`, `EXPIRED`,
+ * `NOTFOUND`, `CONFLICT`), the rest is that outcome's payload, as documented on
+ * each script. Lua numbers become integer replies; tokens and versions are
+ * exact up to 2^53.
+ *
+ * Every write bumps the lease's `version` and appends one entry
+ * `workId kind token version` to the bucket's change stream (`XADD … MAXLEN ~`)
+ * in the same script, so the change feed never misses a write and never shows
+ * one that did not happen.
+ *
+ * Idempotence (what happens if a script ran but its reply was lost, and the
+ * caller sends the call again): acquire → `HELD` (the first one took it),
+ * renew/checkpoint → applied again (same effect, later expiry), release →
+ * `EXPIRED` (it already ended), forceRelease → `CONFLICT` (token moved on).
+ * None of them double-applies a token bump, but several turn a success into an
+ * error, which is why the client never re-sends a call by itself (index.ts).
+ */
+import { INFO_FIELDS, STREAM_MAXLEN } from './layout.ts';
+
+const INFO = INFO_FIELDS.map((f) => `'${f}'`).join(', ');
+
+const NOW = `
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)`;
+
+/** Token check and liveness check shared by renew, checkpoint and release. ARGV[2] is the record's token. */
+const GUARD = `
+local cur = redis.call('HMGET', KEYS[1], 'token', 'expires_at', 'version')
+if cur[1] ~= ARGV[2] then return {'FENCED', cur[1]} end
+${NOW}
+if tonumber(cur[2]) <= now then return {'EXPIRED', cur[2]} end
+local version = cur[3] + 1`;
+
+const xaddChange = (
+  streamKey: string,
+  workId: string,
+  kind: string,
+  token: string,
+  version: string,
+): string =>
+  `redis.call('XADD', ${streamKey}, 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', ${workId}, 'kind', ${kind}, 'token', ${token}, 'version', ${version})`;
+
+export interface ScriptDef {
+  numberOfKeys: number;
+  lua: string;
+}
+
+/**
+ * acquire — KEYS: lease, tok, ids, exp, chg. ARGV: workId, holderId, ttlMs, stepId ('' = none).
+ * - `{'HELD', holder, token, expires_at}` when a live lease exists (expires_at > now), also the caller's own.
+ * - `{'OK', token, expires_at}` otherwise: token = tok[workId] + 1 (the counter survives pruning), the
+ *   checkpoint state is kept, and how the predecessor ended is recorded (`pred_end`: none — new or pruned,
+ *   released, force-released, expired) with `clean` = 1 for none/released.
+ */
+export const acquire: ScriptDef = {
+  numberOfKeys: 5,
+  lua: `
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'token', 'expires_at', 'ended', 'version')
+${NOW}
+if cur[2] and tonumber(cur[3]) > now then
+  return {'HELD', cur[1], cur[2], cur[3]}
+end
+local pred = 'none'
+if cur[2] then
+  if cur[4] == 'released' or cur[4] == 'force-released' then pred = cur[4] else pred = 'expired' end
+else
+  redis.call('ZADD', KEYS[3], 0, ARGV[1])
+end
+local clean = 0
+if pred == 'none' or pred == 'released' then clean = 1 end
+local token = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
+local expires = now + ARGV[3]
+local version = (tonumber(cur[5]) or 0) + 1
+redis.call('HSET', KEYS[1], 'holder', ARGV[2], 'token', token, 'expires_at', expires, 'ttl_ms', ARGV[3],
+  'step', ARGV[4], 'acquired_at', now, 'renewed_at', '', 'checkpointed_at', '', 'released_at', '',
+  'clean', clean, 'pred_end', pred, 'ended', '', 'version', version, 'last_op', 'acquired')
+redis.call('ZADD', KEYS[4], expires, ARGV[1])
+${xaddChange('KEYS[5]', 'ARGV[1]', "'acquired'", 'token', 'version')}
+return {'OK', token, expires}`,
+};
+
+/**
+ * renew — KEYS: lease, exp, chg. ARGV: workId, token, ttlMs.
+ * - `{'FENCED', storedToken|nil}` token differs or no lease hash (never acquired, or pruned).
+ * - `{'EXPIRED', expires_at}` token matches but the lease ran out or was released.
+ * - `{'OK', expires_at}` the new expiry, now + ttl.
+ */
+export const renew: ScriptDef = {
+  numberOfKeys: 3,
+  lua: `${GUARD}
+local expires = now + ARGV[3]
+redis.call('HSET', KEYS[1], 'expires_at', expires, 'ttl_ms', ARGV[3], 'renewed_at', now,
+  'version', version, 'last_op', 'renewed')
+redis.call('ZADD', KEYS[2], expires, ARGV[1])
+${xaddChange('KEYS[3]', 'ARGV[1]', "'renewed'", 'ARGV[2]', 'version')}
+return {'OK', expires}`,
+};
+
+/**
+ * checkpoint — KEYS: lease, exp, chg. ARGV: workId, token, ttlMs, state bytes.
+ * Outcomes as {@link renew}; on `OK` the state and the new expiry are stored in the same step.
+ */
+export const checkpoint: ScriptDef = {
+  numberOfKeys: 3,
+  lua: `${GUARD}
+local expires = now + ARGV[3]
+redis.call('HSET', KEYS[1], 'state', ARGV[4], 'state_size', #ARGV[4], 'checkpointed_at', now,
+  'expires_at', expires, 'ttl_ms', ARGV[3], 'version', version, 'last_op', 'checkpointed')
+redis.call('ZADD', KEYS[2], expires, ARGV[1])
+${xaddChange('KEYS[3]', 'ARGV[1]', "'checkpointed'", 'ARGV[2]', 'version')}
+return {'OK', expires}`,
+};
+
+/**
+ * release — KEYS: lease, exp, chg. ARGV: workId, token.
+ * Outcomes as {@link renew} (a holder whose lease ran out cannot claim a clean handoff); on `OK`
+ * expires_at = now - 1 ms and `ended` = released, so the next acquire succeeds at once and is clean.
+ */
+export const release: ScriptDef = {
+  numberOfKeys: 3,
+  lua: `${GUARD}
+local expires = now - 1
+redis.call('HSET', KEYS[1], 'expires_at', expires, 'released_at', now, 'ended', 'released',
+  'version', version, 'last_op', 'released')
+redis.call('ZADD', KEYS[2], expires, ARGV[1])
+${xaddChange('KEYS[3]', 'ARGV[1]', "'released'", 'ARGV[2]', 'version')}
+return {'OK', expires}`,
+};
+
+/**
+ * forceRelease — KEYS: lease, tok, exp, chg, aud. ARGV: workId, expectedToken, operator, reason.
+ * - `{'NOTFOUND'}` no lease hash.
+ * - `{'CONFLICT', token, ended}` the stored token is not the one the operator saw, or the lease was
+ *   already released / force-released (an expired, unreleased lease can be force-released).
+ * - `{'OK', …INFO_FIELDS}` the lease after the change: token bumped (and the counter with it, so the old
+ *   holder is fenced), expires_at = now - 1 ms, ended = force-released (the successor's handoff is not
+ *   clean); one audit entry and one change entry are appended.
+ */
+export const forceRelease: ScriptDef = {
+  numberOfKeys: 5,
+  lua: `
+local cur = redis.call('HMGET', KEYS[1], 'holder', 'token', 'ended', 'version')
+if not cur[2] then return {'NOTFOUND'} end
+if cur[2] ~= ARGV[2] or cur[3] == 'released' or cur[3] == 'force-released' then
+  return {'CONFLICT', cur[2], cur[3]}
+end
+${NOW}
+local token = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
+local version = cur[4] + 1
+redis.call('HSET', KEYS[1], 'token', token, 'expires_at', now - 1, 'released_at', now,
+  'ended', 'force-released', 'version', version, 'last_op', 'force-released')
+redis.call('ZADD', KEYS[3], now - 1, ARGV[1])
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', ARGV[1], 'operator', ARGV[3],
+  'reason', ARGV[4], 'old_holder', cur[1], 'old_token', cur[2], 'new_token', token, 'at', now)
+${xaddChange('KEYS[4]', 'ARGV[1]', "'force-released'", 'token', 'version')}
+local info = redis.call('HMGET', KEYS[1], ${INFO})
+table.insert(info, 1, 'OK')
+return info`,
+};
+
+/**
+ * readState — KEYS: lease. ARGV: offset, length.
+ * - nil when there is no lease hash.
+ * - `{token, size|nil, bytes}` the page [offset, offset + length) of the stored checkpoint.
+ * Redis has no partial read of a hash field, so the script slices on the server: at most `length`
+ * bytes cross the network however large the checkpoint is.
+ */
+export const readState: ScriptDef = {
+  numberOfKeys: 1,
+  lua: `
+local f = redis.call('HMGET', KEYS[1], 'token', 'state')
+if not f[1] then return false end
+if not f[2] then return {f[1], false, ''} end
+return {f[1], #f[2], string.sub(f[2], ARGV[1] + 1, ARGV[1] + ARGV[2])}`,
+};
+
+/**
+ * prune (one bucket) — KEYS: exp, ids, chg. ARGV: olderThanMs, limit, leasePrefix.
+ * Deletes at most `limit` lease hashes whose expires_at <= now - olderThanMs (released, force-released
+ * and run-out leases all have expires_at in the past; live ones are never touched) and their index
+ * entries; the token counter stays so a later acquire continues the sequence. Emits a `pruned`
+ * change (token = the last token, version = last version + 1) per deleted lease.
+ * Returns how many lease hashes it deleted.
+ */
+export const prune: ScriptDef = {
+  numberOfKeys: 3,
+  lua: `
+${NOW}
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - ARGV[1], 'LIMIT', 0, ARGV[2])
+local n = 0
+for i = 1, #ids do
+  local id = ids[i]
+  local key = ARGV[3] .. id
+  local f = redis.call('HMGET', key, 'token', 'version')
+  redis.call('DEL', key)
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], id)
+  if f[1] then
+    n = n + 1
+    ${xaddChange('KEYS[3]', 'id', "'pruned'", 'f[1]', '(tonumber(f[2]) or 0) + 1')}
+  end
+end
+return n`,
+};
+
+/**
+ * listScan (one bucket) — KEYS: ids. ARGV: leasePrefix, min, max (ZRANGEBYLEX bounds), want,
+ * holderId ('' = any), scanCap.
+ * Walks the bucket's work ids in byte order from `min`, returning up to `want` leases (INFO_FIELDS,
+ * never the state) whose holder matches, and looking at no more than `scanCap` ids so a sparse filter
+ * cannot block the server for long.
+ * Returns `{done, lastScanned|nil, {{workId, {INFO}}, …}}`; done = 1 when the bucket is exhausted.
+ */
+export const listScan: ScriptDef = {
+  numberOfKeys: 1,
+  lua: `
+local want, cap = tonumber(ARGV[4]), tonumber(ARGV[6])
+local out, n, scanned, done = {}, 0, 0, 0
+local min, last = ARGV[2], false
+while n < want and scanned < cap do
+  local chunk = math.min(cap - scanned, math.max(want - n, 64))
+  local ids = redis.call('ZRANGEBYLEX', KEYS[1], min, ARGV[3], 'LIMIT', 0, chunk)
+  for i = 1, #ids do
+    local id = ids[i]
+    scanned = scanned + 1
+    last = id
+    local f = redis.call('HMGET', ARGV[1] .. id, ${INFO})
+    if f[2] and (ARGV[5] == '' or f[1] == ARGV[5]) then
+      n = n + 1
+      out[n] = {id, f}
+      if n >= want then break end
+    end
+  end
+  if #ids < chunk and n < want then
+    done = 1
+    break
+  end
+  min = '(' .. last
+end
+return {done, last, out}`,
+};
+
+/**
+ * changesRead (one bucket) — KEYS: chg. ARGV: cursorId (exclusive), count, leasePrefix.
+ * - `{1, {}}` gap: entries after the cursor may have been trimmed away (MAXLEN ~). Trimming only removes
+ *   the oldest entries and nothing else deletes entries, so `entries-added - length` entries are gone,
+ *   all older than the first remaining one; if the cursor is older than that first entry (or than the
+ *   last generated id when everything was trimmed), a change after it may be lost. Conservative: when
+ *   the cursor is exactly the last trimmed entry it still reports a gap.
+ * - `{0, {{streamId, workId, kind, token, version, {INFO}|nil}, …}}` up to `count` entries, oldest
+ *   first, each with the lease as it is now (nil for `pruned`; all-nil fields if the hash is gone).
+ */
+export const changesRead: ScriptDef = {
+  numberOfKeys: 1,
+  lua: `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {0, {}} end
+local function before(a, b)
+  local am, as = string.match(a, '^(%d+)-(%d+)$')
+  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
+  am, bm = tonumber(am), tonumber(bm)
+  if am ~= bm then return am < bm end
+  return tonumber(as) < tonumber(bs)
+end
+local info = redis.call('XINFO', 'STREAM', KEYS[1])
+local len, added, first, last = 0, 0, '0-0', '0-0'
+for i = 1, #info, 2 do
+  local k = info[i]
+  if k == 'length' then len = info[i + 1]
+  elseif k == 'entries-added' then added = info[i + 1]
+  elseif k == 'recorded-first-entry-id' then first = info[i + 1]
+  elseif k == 'last-generated-id' then last = info[i + 1] end
+end
+if added > len then
+  if (len == 0 and before(ARGV[1], last)) or (len > 0 and before(ARGV[1], first)) then return {1, {}} end
+end
+local entries = redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2])
+local out, seen = {}, {}
+for i = 1, #entries do
+  local e = entries[i]
+  local f = e[2]
+  local w, kind = f[2], f[4]
+  local lease = false
+  if kind ~= 'pruned' then
+    lease = seen[w]
+    if not lease then
+      lease = redis.call('HMGET', ARGV[3] .. w, ${INFO})
+      seen[w] = lease
+    end
+  end
+  out[i] = {e[1], w, kind, f[6], f[8], lease}
+end
+return {0, out}`,
+};
+
+/**
+ * streamHead — KEYS: a stream. Returns its last generated id ('0-0' when it does not exist), which is
+ * where a change cursor starts: XREVRANGE would go back in time once trimming emptied the stream.
+ */
+export const streamHead: ScriptDef = {
+  numberOfKeys: 1,
+  lua: `
+if redis.call('EXISTS', KEYS[1]) == 0 then return '0-0' end
+local info = redis.call('XINFO', 'STREAM', KEYS[1])
+for i = 1, #info, 2 do
+  if info[i] == 'last-generated-id' then return info[i + 1] end
+end
+return '0-0'`,
+};
+
+/**
+ * migrate — KEYS: meta. ARGV: layout version, bucket count.
+ * Creates the meta hash if missing (two processes opening at once both see the first one's values),
+ * and returns `{layout, buckets}` as stored, which the caller checks.
+ */
+export const migrate: ScriptDef = {
+  numberOfKeys: 1,
+  lua: `
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  ${NOW}
+  redis.call('HSET', KEYS[1], 'layout', ARGV[1], 'buckets', ARGV[2], 'created_at', now)
+end
+return redis.call('HMGET', KEYS[1], 'layout', 'buckets')`,
+};
+
+export const SCRIPTS = {
+  wlAcquire: acquire,
+  wlRenew: renew,
+  wlCheckpoint: checkpoint,
+  wlRelease: release,
+  wlForceRelease: forceRelease,
+  wlReadState: readState,
+  wlPrune: prune,
+  wlListScan: listScan,
+  wlChangesRead: changesRead,
+  wlStreamHead: streamHead,
+  wlMigrate: migrate,
+} as const satisfies Record<string, ScriptDef>;
+
+export type ScriptName = keyof typeof SCRIPTS;
