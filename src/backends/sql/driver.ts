@@ -104,12 +104,15 @@ export class SqlLeaseDriver implements LeaseDriver {
   #written(rows: Row[], record: LeaseRecord, what: string): Date {
     const row = rows[0];
     if (row?.ok === true) return toDate(row.expires_at, 'expires_at');
-    const stored = row === undefined ? null : toBigInt(row.token, 'token');
-    const expiresAt = row === undefined ? null : toDate(row.expires_at, 'expires_at');
-    throw this.#lost(record, stored, expiresAt, what);
+    throw this.#lost(record, row, what);
   }
 
-  #lost(record: LeaseRecord, storedToken: bigint | null, expiresAt: Date | null, what: string): Error {
+  /** The FENCED / LEASE_EXPIRED error for a refused call, from the stored row (undefined when there is none). */
+  #lost(record: LeaseRecord, row: Row | undefined, what: string): Error {
+    // A pruned row is a tombstone: its lease is gone even though it keeps the token.
+    const gone = row === undefined || row.last_op === 'pruned';
+    const storedToken = gone ? null : toBigInt(row.token, 'token');
+    const expiresAt = gone ? null : toDate(row.expires_at, 'expires_at');
     const details = { workId: record.workId, token: record.fencingToken, storedToken, expiresAt };
     if (storedToken !== record.fencingToken) {
       const now =
@@ -130,14 +133,12 @@ export class SqlLeaseDriver implements LeaseDriver {
   async readCheckpoint(record: LeaseRecord): Promise<CheckpointRead> {
     const rows = await this.#client.query(this.#sql.readCheckpoint, [record.workId, record.fencingToken]);
     const row = rows[0];
-    const stored = row === undefined ? null : toBigInt(row.token, 'token');
-    if (row === undefined || stored !== record.fencingToken) {
-      throw this.#lost(
-        record,
-        stored,
-        row === undefined ? null : toDate(row.expires_at, 'expires_at'),
-        'readCheckpoint',
-      );
+    if (
+      row === undefined ||
+      row.last_op === 'pruned' ||
+      toBigInt(row.token, 'token') !== record.fencingToken
+    ) {
+      throw this.#lost(record, row, 'readCheckpoint');
     }
     return { state: toBytes(row.state), cleanHandoff: row.clean_handoff === true };
   }

@@ -26,6 +26,9 @@ export const MIGRATIONS: readonly Migration[] = [
     sql: (s) => `
 -- One row per work item. work_id uses the "C" collation so that keyset paging and
 -- prefix ranges follow code point order, whatever the database's default collation.
+-- Prune does not delete a row: it drops the checkpoint and marks the row
+-- last_op = 'pruned' (a tombstone), so the token survives in the very row that the
+-- next acquire locks (see statements.ts for why a separate table would be unsafe).
 CREATE TABLE ${s}.leases (
   work_id         text COLLATE "C" PRIMARY KEY,
   holder_id       text NOT NULL,
@@ -41,24 +44,13 @@ CREATE TABLE ${s}.leases (
   clean_handoff   boolean NOT NULL,
   predecessor_end text NOT NULL CHECK (predecessor_end IN ('none', 'released', 'expired', 'force-released')),
   ended           text CHECK (ended IN ('released', 'force-released')),
-  last_op         text NOT NULL CHECK (last_op IN ('acquired', 'renewed', 'checkpointed', 'released', 'force-released')),
+  last_op         text NOT NULL
+    CHECK (last_op IN ('acquired', 'renewed', 'checkpointed', 'released', 'force-released', 'pruned')),
   version         bigint NOT NULL,
   -- The transaction that wrote this version of the row; the change feed reads by it.
   change_xid      xid8 NOT NULL
 );
 CREATE INDEX leases_change_idx ON ${s}.leases (change_xid, work_id);
-
--- What prune leaves behind: the last token (so tokens never repeat after a prune)
--- and a change-feed entry of kind 'pruned'.
-CREATE TABLE ${s}.tombstones (
-  work_id    text COLLATE "C" PRIMARY KEY,
-  token      bigint NOT NULL,
-  version    bigint NOT NULL,
-  ended      text,
-  pruned_at  timestamptz NOT NULL,
-  change_xid xid8 NOT NULL
-);
-CREATE INDEX tombstones_change_idx ON ${s}.tombstones (change_xid, work_id);
 
 CREATE TABLE ${s}.audit (
   id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -30,9 +30,9 @@
  * Outcomes, statement by statement
  * --------------------------------
  * acquire (`INSERT … ON CONFLICT (work_id) DO UPDATE … WHERE expires_at <= now`):
- *   - no row: inserts token = (tombstone token or 0) + 1, predecessor 'none' (or how the
- *     pruned lease ended), returns `ok = true` with token and expiry.
- *   - row whose lease ran out or ended: the DO UPDATE takes it over with token + 1,
+ *   - no row: inserts token 1, predecessor 'none', returns `ok = true` with token and expiry.
+ *   - row whose lease ran out or ended (including a pruned row, a tombstone that kept
+ *     its token): the DO UPDATE takes it over with token + 1,
  *     keeps `state`/`checkpointed_at` for the successor, records predecessor_end from
  *     `ended` ('released' / 'force-released', or 'expired' when it just ran out) and
  *     clean_handoff = (predecessor released). Returns `ok = true`.
@@ -47,10 +47,11 @@
  *     past + ended = 'released'), returns `ok = true` and the new expiry.
  *   - otherwise the guarded `FOR UPDATE` read returns `ok = false`, the stored token and
  *     expiry: token differs → FENCED; token matches → LEASE_EXPIRED.
- *   - no row at all (never acquired, or pruned) → empty result → FENCED.
+ *   - no row at all (never acquired) → empty result → FENCED; a pruned row → FENCED too
+ *     (its lease is gone, even though the tombstone keeps the same token).
  * readState (`SELECT`): operators read a slice of the checkpoint without a record; the
  *   slice is cut on the server, so a large checkpoint is never sent whole.
- * readCheckpoint (`SELECT`): one row; token differs or no row → FENCED. The state column
+ * readCheckpoint (`SELECT`): one row; token differs, no row or pruned row → FENCED. The state column
  *   is only sent when the token matches, so a fenced caller costs no payload.
  * forceRelease (CTE: lock the row, update it, insert the audit row): the lock comes
  *   first (`cur … FOR UPDATE`) so the audit row, the CONFLICT decision and the update
@@ -58,9 +59,20 @@
  *   operator's expected token, or the lease already ended (released / force-released)
  *   → CONFLICT with the stored token and holder; else token + 1, expiry in the past,
  *   ended = 'force-released', and the audit row, all committed together.
- * prune (CTE: pick + lock victims, delete them, upsert their tombstones): rows not live
- *   and expired more than `olderThanMs` ago; `SKIP LOCKED` so prune never waits for
- *   (or blocks) a holder. Tombstones keep the last token and version + 1.
+ * prune (CTE: pick + lock victims, turn them into tombstones): rows not live and expired
+ *   more than `olderThanMs` ago; `SKIP LOCKED` so prune never waits for (or blocks) a
+ *   holder. The checkpoint is dropped, the token kept, `last_op = 'pruned'`; get, list,
+ *   readState and forceRelease treat the row as absent.
+ *
+ * Why tombstones live in the leases row and not in a table of their own
+ * ---------------------------------------------------------------------
+ * With a separate table (prune: DELETE the lease row + INSERT its tombstone; acquire:
+ * INSERT reading the tombstone's token), an acquire that starts while a prune is in
+ * flight waits on the deleted row, then inserts with the token it read from the
+ * tombstone table *in its snapshot*, which predates the prune's commit: token 1 again,
+ * a reused fencing token. The change-feed test caught exactly that. Keeping the row
+ * makes every acquire an ON CONFLICT DO UPDATE on the row that carries the last token,
+ * which READ COMMITTED always evaluates on the latest committed version.
  *
  * Every write sets `version = version + 1`, `last_op` and `change_xid =
  * pg_current_xact_id()`. The change feed (see `changes`) reads by change_xid.
@@ -104,11 +116,6 @@ function info(alias = ''): string {
   ).join(', ');
 }
 
-/** The same list for a tombstone: only work_id, token and version are known. */
-const TOMBSTONE_INFO = INFO_COLUMNS.map((c) =>
-  c === 'work_id' || c === 'token' || c === 'version' ? c : 'NULL',
-).join(', ');
-
 export interface ListFilters {
   limit: number;
   /** Keyset: only work ids after this one. */
@@ -149,13 +156,13 @@ export function buildStatements(schemaName: string): Statements {
   // reports why the UPDATE refused (see the header comment).
   const refused = `
     fb AS (
-      SELECT f.token, f.expires_at FROM ${L} f
+      SELECT f.token, f.expires_at, f.last_op FROM ${L} f
       WHERE f.work_id = $1 AND NOT EXISTS (SELECT 1 FROM upd)
       FOR UPDATE
     )
-    SELECT true AS ok, upd.expires_at, NULL::bigint AS token FROM upd
+    SELECT true AS ok, upd.expires_at, NULL::bigint AS token, NULL::text AS last_op FROM upd
     UNION ALL
-    SELECT false, fb.expires_at, fb.token FROM fb`;
+    SELECT false, fb.expires_at, fb.token, fb.last_op FROM fb`;
 
   return {
     // $1 work_id, $2 holder_id, $3 ttl_ms, $4 step_id
@@ -165,12 +172,9 @@ export function buildStatements(schemaName: string): Statements {
 WITH ins AS (
   INSERT INTO ${L} AS l (work_id, holder_id, token, expires_at, ttl_ms, step_id, acquired_at,
     clean_handoff, predecessor_end, last_op, version, change_xid)
-  SELECT $1, $2, coalesce(t.token, 0) + 1, n.now + $3::integer ${MS}, $3::integer, $4, n.now,
-    CASE WHEN t.token IS NULL THEN true ELSE coalesce(t.ended = 'released', false) END,
-    CASE WHEN t.token IS NULL THEN 'none' ELSE coalesce(t.ended, 'expired') END,
-    'acquired', coalesce(t.version, 0) + 1, pg_current_xact_id()
+  SELECT $1, $2, 1, n.now + $3::integer ${MS}, $3::integer, $4, n.now, true, 'none', 'acquired', 1,
+    pg_current_xact_id()
   FROM (SELECT clock_timestamp() AS now) n
-  LEFT JOIN ${s}.tombstones t ON t.work_id = $1
   ON CONFLICT (work_id) DO UPDATE SET
     holder_id = EXCLUDED.holder_id,
     token = l.token + 1,
@@ -258,17 +262,17 @@ upd AS (
     readCheckpoint: {
       name: 'wl_read_checkpoint',
       text: `
-SELECT token, expires_at, clean_handoff, CASE WHEN token = $2 THEN state END AS state
+SELECT token, expires_at, last_op, clean_handoff, CASE WHEN token = $2 THEN state END AS state
 FROM ${L} WHERE work_id = $1`,
     },
 
-    get: { name: 'wl_get', text: `SELECT ${info()} FROM ${L} WHERE work_id = $1` },
+    get: { name: 'wl_get', text: `SELECT ${info()} FROM ${L} WHERE work_id = $1 AND last_op <> 'pruned'` },
 
     // $1 work_id, $2 offset (0-based), $3 length. substring() is 1-based.
     readState: {
       text: `
 SELECT token, octet_length(state) AS size, substring(state FROM $2::integer + 1 FOR $3::integer) AS bytes
-FROM ${L} WHERE work_id = $1`,
+FROM ${L} WHERE work_id = $1 AND last_op <> 'pruned'`,
     },
 
     serverTime: { name: 'wl_server_time', text: 'SELECT clock_timestamp() AS now' },
@@ -278,7 +282,7 @@ FROM ${L} WHERE work_id = $1`,
       text: `
 WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
 cur AS (
-  SELECT work_id, token, holder_id, ended FROM ${L} WHERE work_id = $1 FOR UPDATE
+  SELECT work_id, token, holder_id, ended FROM ${L} WHERE work_id = $1 AND last_op <> 'pruned' FOR UPDATE
 ),
 upd AS (
   UPDATE ${L} l SET
@@ -315,26 +319,25 @@ ORDER BY id DESC LIMIT $2`,
     // $1 older_than_ms, $2 limit
     prune: {
       text: `
-WITH n AS MATERIALIZED (SELECT clock_timestamp() - $1::bigint ${MS} AS cutoff, clock_timestamp() AS now),
+WITH n AS MATERIALIZED (SELECT clock_timestamp() - $1::bigint ${MS} AS cutoff),
 victims AS (
-  SELECT v.work_id FROM ${L} v, n WHERE v.expires_at < n.cutoff
+  SELECT v.work_id FROM ${L} v, n
+  WHERE v.expires_at < n.cutoff AND v.last_op <> 'pruned'
   ORDER BY v.expires_at LIMIT $2
   FOR UPDATE OF v SKIP LOCKED
 ),
-del AS (
-  DELETE FROM ${L} l USING victims, n
+upd AS (
+  UPDATE ${L} l SET
+    state = NULL,
+    checkpointed_at = NULL,
+    last_op = 'pruned',
+    version = l.version + 1,
+    change_xid = pg_current_xact_id()
+  FROM victims, n
   WHERE l.work_id = victims.work_id AND l.expires_at < n.cutoff
-  RETURNING l.work_id, l.token, l.version, l.ended
-),
-ins AS (
-  INSERT INTO ${s}.tombstones AS t (work_id, token, version, ended, pruned_at, change_xid)
-  SELECT del.work_id, del.token, del.version + 1, del.ended, n.now, pg_current_xact_id() FROM del, n
-  ON CONFLICT (work_id) DO UPDATE SET
-    token = EXCLUDED.token, version = EXCLUDED.version, ended = EXCLUDED.ended,
-    pruned_at = EXCLUDED.pruned_at, change_xid = EXCLUDED.change_xid
   RETURNING 1
 )
-SELECT count(*)::int AS pruned FROM ins`,
+SELECT count(*)::int AS pruned FROM upd`,
     },
 
     changeCursor: { text: 'SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin' },
@@ -346,14 +349,8 @@ SELECT count(*)::int AS pruned FROM ins`,
 SELECT snap.xmin AS snap_xmin, c.* FROM
   (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin) snap
 LEFT JOIN LATERAL (
-  SELECT * FROM (
-    SELECT change_xid, last_op AS kind, ${info()} FROM ${L}
-    WHERE change_xid >= $1::xid8 AND (change_xid, work_id) > ($2::xid8, $3::text)
-    UNION ALL
-    SELECT change_xid, 'pruned', ${TOMBSTONE_INFO}
-    FROM ${s}.tombstones
-    WHERE change_xid >= $1::xid8 AND (change_xid, work_id) > ($2::xid8, $3::text)
-  ) u
+  SELECT change_xid, last_op AS kind, ${info()} FROM ${L}
+  WHERE change_xid >= $1::xid8 AND (change_xid, work_id) > ($2::xid8, $3::text)
   ORDER BY change_xid, work_id
   LIMIT $4
 ) c ON true`,
@@ -362,7 +359,7 @@ LEFT JOIN LATERAL (
     list(filters) {
       // Only fixed fragments are concatenated; every value is a parameter.
       const params: unknown[] = [filters.limit];
-      const where: string[] = [];
+      const where: string[] = ["last_op <> 'pruned'"];
       const add = (sql: string, value: string | undefined): void => {
         if (value === undefined) return;
         params.push(value);
@@ -372,8 +369,10 @@ LEFT JOIN LATERAL (
       add('work_id >=', filters.from);
       add('work_id <', filters.below);
       add('holder_id =', filters.holder);
-      const clause = where.length === 0 ? '' : `WHERE ${where.join(' AND ')}`;
-      return { text: `SELECT ${info()} FROM ${L} ${clause} ORDER BY work_id LIMIT $1`, params };
+      return {
+        text: `SELECT ${info()} FROM ${L} WHERE ${where.join(' AND ')} ORDER BY work_id LIMIT $1`,
+        params,
+      };
     },
   };
 }

@@ -1,0 +1,339 @@
+/**
+ * PostgreSQL-specific behaviour: migrations, schema checks, pool recovery,
+ * timeouts, schema isolation, the change feed under concurrent writers and
+ * token continuity across prune. The lease contract itself is covered by the
+ * conformance suite (test/conformance).
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPostgres } from '../../src/backends/postgres/index.ts';
+import { LATEST_VERSION } from '../../src/backends/sql/migrations.ts';
+import type { LeaseBackend, LeaseChange, LeaseRecord, OpenOptions } from '../../src/index.ts';
+import { PG_URL, uniqueNamespace } from '../support/backends.ts';
+
+const schemas: string[] = [];
+const backends: LeaseBackend[] = [];
+let admin: pg.Client;
+
+function newSchema(): string {
+  const s = uniqueNamespace('pgt');
+  schemas.push(s);
+  return s;
+}
+
+async function open(schema: string, extra: OpenOptions = {}): Promise<LeaseBackend> {
+  const b = await openPostgres(PG_URL, { schema, ...extra });
+  backends.push(b);
+  return b;
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'OK';
+  } catch (err) {
+    return (err as { code?: string }).code ?? String(err);
+  }
+}
+
+beforeAll(async () => {
+  admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+});
+
+afterAll(async () => {
+  await Promise.allSettled(backends.map((b) => b.close()));
+  for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+  await admin.end();
+});
+
+describe('migrations', () => {
+  it('four backends opening a fresh schema at once migrate it exactly once', async () => {
+    const schema = newSchema();
+    const opened = await Promise.all([1, 2, 3, 4].map(() => open(schema, { poolSize: 2 })));
+    const { rows } = await admin.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+    expect(rows.map((r) => r.version)).toEqual(Array.from({ length: LATEST_VERSION }, (_, i) => i + 1));
+    // All four share the tables: one's lease is held for the others.
+    const rec = await opened[0]!.acquire('shared', 'h0', 10_000);
+    expect(rec.fencingToken).toBe(1n);
+    for (const b of opened.slice(1))
+      expect(await codeOf(b.acquire('shared', 'h1', 10_000))).toBe('LEASE_HELD');
+  });
+
+  it('migrate: false refuses a missing schema with SCHEMA_MISMATCH and a hint', async () => {
+    const schema = newSchema();
+    const err = await openPostgres(PG_URL, { schema, migrate: false }).then(
+      () => null,
+      (e: unknown) => e as Error & { code: string },
+    );
+    expect(err?.code).toBe('SCHEMA_MISMATCH');
+    expect(err?.message).toContain('worklease migrate');
+    const { rows } = await admin.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [schema]);
+    expect(rows).toHaveLength(0); // nothing was created
+  });
+
+  it('migrate: false refuses an older schema, and any open refuses a newer one', async () => {
+    const schema = newSchema();
+    await (await open(schema)).close();
+    await admin.query(`DELETE FROM "${schema}".schema_migrations WHERE version = $1`, [LATEST_VERSION]);
+    expect(await codeOf(openPostgres(PG_URL, { schema, migrate: false }))).toBe('SCHEMA_MISMATCH');
+    await admin.query(`INSERT INTO "${schema}".schema_migrations (version, name) VALUES ($1, 'restored')`, [
+      LATEST_VERSION,
+    ]);
+    const ok = await open(schema, { migrate: false });
+    expect(await ok.admin.serverTime()).toBeInstanceOf(Date);
+    await admin.query(`INSERT INTO "${schema}".schema_migrations (version, name) VALUES ($1, 'future')`, [
+      LATEST_VERSION + 1,
+    ]);
+    expect(await codeOf(openPostgres(PG_URL, { schema, migrate: false }))).toBe('SCHEMA_MISMATCH');
+    expect(await codeOf(openPostgres(PG_URL, { schema }))).toBe('SCHEMA_MISMATCH');
+  });
+});
+
+describe('schemas', () => {
+  it('keeps two schemas apart', async () => {
+    const a = await open(newSchema());
+    const b = await open(newSchema());
+    const ra = await a.acquire('same-id', 'ha', 10_000);
+    const rb = await b.acquire('same-id', 'hb', 10_000);
+    expect(ra.fencingToken).toBe(1n);
+    expect(rb.fencingToken).toBe(1n);
+    await a.checkpoint(ra, new Uint8Array([1]), 10_000);
+    expect((await b.readCheckpoint(rb)).state).toBeNull();
+    expect((await a.admin.list()).items.map((i) => i.holderId)).toEqual(['ha']);
+  });
+
+  it('continues tokens after a prune', async () => {
+    const b = await open(newSchema());
+    let rec = await b.acquire('p', 'h', 10_000);
+    await b.checkpoint(rec, new Uint8Array([7]), 10_000);
+    await b.release(rec);
+    rec = await b.acquire('p', 'h', 10_000);
+    await b.release(rec);
+    expect(rec.fencingToken).toBe(2n);
+    expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
+    expect(await b.admin.get('p')).toBeNull();
+    const next = await b.acquire('p', 'h2', 10_000);
+    expect(next.fencingToken).toBe(3n);
+    // The checkpoint went with the pruned row; the pruned lease was released, so the handoff is clean.
+    expect(await b.readCheckpoint(next)).toEqual({ state: null, cleanHandoff: true });
+    expect((await b.admin.get('p'))?.predecessorEnd).toBe('released');
+    // Pruning again keeps the newest token.
+    await b.release(next);
+    expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
+    expect((await b.acquire('p', 'h3', 10_000)).fencingToken).toBe(4n);
+  });
+
+  it('refuses malformed list and change cursors with INVALID_ARGUMENT', async () => {
+    const b = await open(newSchema());
+    for (const cursor of ['x', 'pg1:', 'pg1:12:3', 'pg1:1:2:3:!!', 'pg1:99999999999999999999999']) {
+      expect(await codeOf(b.admin.changes({ cursor }))).toBe('INVALID_ARGUMENT');
+    }
+    for (const cursor of ['x', 'l1:', 'l1:%%%', 'pg1:1']) {
+      expect(await codeOf(b.admin.list({ cursor }))).toBe('INVALID_ARGUMENT');
+    }
+  });
+
+  it('filters by a prefix holding LIKE wildcards literally', async () => {
+    const b = await open(newSchema());
+    for (const id of ['a%b', 'a%c', 'axb', 'a_b', 'a', 'b']) await b.acquire(id, 'h', 10_000);
+    const ids = async (workIdPrefix: string): Promise<string[]> =>
+      (await b.admin.list({ workIdPrefix })).items.map((i) => i.workId);
+    expect(await ids('a%')).toEqual(['a%b', 'a%c']);
+    expect(await ids('a_')).toEqual(['a_b']);
+    expect(await ids('a')).toEqual(['a', 'a%b', 'a%c', 'a_b', 'axb']);
+  });
+});
+
+describe('connections', () => {
+  async function ourPids(schema: string): Promise<number[]> {
+    const { rows } = await admin.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [
+      `worklease:${schema}`,
+    ]);
+    return rows.map((r) => Number(r.pid));
+  }
+
+  it('recovers after the server terminates its connections', async () => {
+    const schema = newSchema();
+    const b = await open(schema, { poolSize: 3 });
+    let rec = await b.acquire('r', 'h', 30_000);
+    // Open all three connections.
+    await Promise.all([b.admin.serverTime(), b.admin.serverTime(), b.admin.serverTime()]);
+    const pids = await ourPids(schema);
+    expect(pids.length).toBeGreaterThan(0);
+    await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
+    await expect.poll(async () => (await ourPids(schema)).filter((p) => pids.includes(p))).toEqual([]);
+    // Each call runs on a fresh connection or fails as unavailable (a pooled connection
+    // may not have noticed yet that it is dead): never hangs, never a wrong answer.
+    // At most one failure per pooled connection, then the pool is healthy again.
+    const outcomes: string[] = [];
+    for (let i = 0; i < 4 && outcomes.at(-1) !== 'OK'; i++) {
+      outcomes.push(await codeOf(b.renew(rec, 30_000).then((r) => (rec = r))));
+    }
+    expect(outcomes.at(-1)).toBe('OK');
+    for (const o of outcomes) expect(['OK', 'BACKEND_UNAVAILABLE']).toContain(o);
+    for (let i = 0; i < 5; i++) rec = await b.renew(rec, 30_000);
+    expect(rec.fencingToken).toBe(1n);
+    expect(await ourPids(schema)).not.toContain(pids[0]);
+  });
+
+  it('fails an in-flight call with BACKEND_UNAVAILABLE when its connection is terminated', async () => {
+    const schema = newSchema();
+    const b = await open(schema, { poolSize: 2 });
+    const rec = await b.acquire('locked', 'h', 30_000);
+    const blocker = new pg.Client({ connectionString: PG_URL });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT 1 FROM "${schema}".leases WHERE work_id = 'locked' FOR UPDATE`);
+      const pending = codeOf(b.renew(rec, 30_000));
+      // Wait until the renew is blocked on the row lock, then cut its connection.
+      await expect
+        .poll(async () => {
+          const { rows } = await admin.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+            [`worklease:${schema}`],
+          );
+          return rows[0].n;
+        })
+        .toBe(1);
+      await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [
+        await ourPids(schema),
+      ]);
+      expect(await pending).toBe('BACKEND_UNAVAILABLE');
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
+    }
+    expect((await b.renew(rec, 30_000)).fencingToken).toBe(1n);
+  });
+
+  it('times out a blocked call after callTimeoutMs with BACKEND_UNAVAILABLE', async () => {
+    const schema = newSchema();
+    const b = await open(schema, { poolSize: 1, callTimeoutMs: 300 });
+    const rec = await b.acquire('slow', 'h', 30_000);
+    const blocker = new pg.Client({ connectionString: PG_URL });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT 1 FROM "${schema}".leases WHERE work_id = 'slow' FOR UPDATE`);
+      const started = Date.now();
+      expect(await codeOf(b.renew(rec, 30_000))).toBe('BACKEND_UNAVAILABLE');
+      expect(Date.now() - started).toBeLessThan(10_000); // liveness only
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
+    }
+    // The pool (size 1) is usable again.
+    expect((await b.renew(rec, 30_000)).fencingToken).toBe(1n);
+  });
+
+  it('refuses an unreachable server with BACKEND_UNAVAILABLE', async () => {
+    const err = await codeOf(openPostgres('postgres://postgres@127.0.0.1:1/test', { callTimeoutMs: 2000 }));
+    expect(err).toBe('BACKEND_UNAVAILABLE');
+  });
+});
+
+describe('change feed', () => {
+  interface Seen {
+    token: bigint;
+    version: bigint;
+    pruned: boolean;
+  }
+
+  function apply(model: Map<string, Seen>, c: LeaseChange): void {
+    const old = model.get(c.workId);
+    const newer =
+      old === undefined ||
+      c.fencingToken > old.token ||
+      (c.fencingToken === old.token && c.version > old.version);
+    if (newer)
+      model.set(c.workId, { token: c.fencingToken, version: c.version, pruned: c.kind === 'pruned' });
+  }
+
+  it('misses no committed change while writers run concurrently', async () => {
+    const schema = newSchema();
+    const reader = await open(schema, { poolSize: 1 });
+    const writers = await open(schema, { poolSize: 6 });
+    let cursor = await reader.admin.changeCursor();
+    const model = new Map<string, Seen>();
+    let stop = false;
+
+    const ids = Array.from({ length: 12 }, (_, i) => `item-${i}`);
+    const writer = async (w: number): Promise<void> => {
+      let n = 0;
+      while (!stop) {
+        const id = ids[(w * 7 + n++) % ids.length]!;
+        let rec: LeaseRecord;
+        try {
+          rec = await writers.acquire(id, `w${w}`, 1 + (n % 3) * 1000);
+        } catch {
+          continue;
+        }
+        await writers.checkpoint(rec, new Uint8Array([w, n & 0xff]), 5_000).catch(() => {});
+        if (n % 4 === 0) {
+          await writers.admin
+            .forceRelease(id, { expectedToken: rec.fencingToken, operator: 'test', reason: 'churn' })
+            .catch(() => {});
+        } else if (n % 5 === 0) {
+          await writers.admin.prune({ olderThanMs: 0, limit: 3 });
+        } else {
+          await writers.release(rec).catch(() => {});
+        }
+      }
+    };
+    const running = [0, 1, 2, 3].map(writer);
+    const deadline = Date.now() + 2_500;
+    let polls = 0;
+    while (Date.now() < deadline) {
+      const batch = await reader.admin.changes({ cursor, limit: 7 });
+      expect(batch.gap).toBe(false);
+      for (const c of batch.changes) apply(model, c);
+      cursor = batch.cursor;
+      polls++;
+    }
+    stop = true;
+    await Promise.all(running);
+    // Drain: the feed may need a few polls (paging, duplicates) to reach the head.
+    for (let i = 0; i < 1000; i++) {
+      const batch = await reader.admin.changes({ cursor, limit: 50 });
+      for (const c of batch.changes) apply(model, c);
+      cursor = batch.cursor;
+      if (batch.changes.length === 0) break;
+    }
+    expect(polls).toBeGreaterThan(5);
+
+    const listed = (await reader.admin.list({ limit: 10_000 })).items;
+    const live = new Map([...model].filter(([, s]) => !s.pruned));
+    expect(new Set(live.keys())).toEqual(new Set(listed.map((i) => i.workId)));
+    for (const info of listed) {
+      expect(live.get(info.workId)).toEqual({
+        token: info.fencingToken,
+        version: info.version,
+        pruned: false,
+      });
+    }
+  });
+
+  it('pages a large batch and resumes exactly at the head', async () => {
+    const b = await open(newSchema());
+    const start = await b.admin.changeCursor();
+    for (let i = 0; i < 25; i++) await b.acquire(`k${String(i).padStart(2, '0')}`, 'h', 10_000);
+    let cursor = start;
+    const seen: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const batch = await b.admin.changes({ cursor, limit: 10 });
+      seen.push(...batch.changes.map((c) => c.workId));
+      cursor = batch.cursor;
+      if (batch.changes.length < 10) break;
+    }
+    expect(new Set(seen).size).toBe(25);
+    const rec = await b.acquire('late', 'h', 10_000);
+    const after = await b.admin.changes({ cursor });
+    expect(after.changes.map((c) => [c.workId, c.kind, c.fencingToken])).toContainEqual([
+      'late',
+      'acquired',
+      rec.fencingToken,
+    ]);
+  });
+});
