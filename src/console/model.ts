@@ -1,0 +1,399 @@
+/**
+ * The fleet model of one connection: every lease row the backend holds, kept
+ * current by following the backend's change feed.
+ *
+ * Correctness rests on three rules:
+ * 1. The feed cursor is taken BEFORE the snapshot is listed. Every write is
+ *    either in the snapshot or after the cursor (or both), so none is missed.
+ * 2. Changes are applied by (fencing token, version), which strictly increases
+ *    per work item: a change that is older than the row (already in the
+ *    snapshot, or delivered twice) is dropped, so the model never regresses.
+ *    A `pruned` change removes the row only if the row's token is not newer,
+ *    and leaves a tombstone so a late duplicate cannot resurrect it.
+ * 3. On a backend error the loop keeps its last cursor and resumes from it
+ *    with backoff; only a `gap` (the backend trimmed changes we had not read)
+ *    forces a new snapshot, announced with a `resync` event.
+ *
+ * Polling is adaptive: right after a batch with changes the next poll comes
+ * after `pollMinMs` (at once when the batch was full); each empty poll doubles
+ * the wait up to `pollMaxMs`. An idle fleet therefore costs at most one
+ * `changes` call per `pollMaxMs`, while a busy one sees changes within
+ * `pollMinMs` + the coalescing window.
+ */
+import { hasCode, WorkleaseError } from '../lease/errors.ts';
+import type { LeaseAdmin, LeaseChange, LeaseInfo } from '../lease/types.ts';
+import type { ConnectionState, LeaseRow } from './api.ts';
+import type { ServerClock } from './clock.ts';
+import { toLeaseRow } from './rows.ts';
+import { RateRecorder } from './stats.ts';
+
+export interface FleetModelOptions {
+  /** Poll delay right after a batch with changes, ms. Default 50. */
+  pollMinMs?: number;
+  /** Poll delay when idle (reached by doubling), ms. Default 1000. */
+  pollMaxMs?: number;
+  /** Changes are coalesced into one `leases` event per this window, ms. Default 50. */
+  batchMs?: number;
+  /** Page size for the snapshot's `list` calls. Default 5000. */
+  pageSize?: number;
+  /** Most changes read per `changes` call. Default 2000. */
+  changeLimit?: number;
+  /** First retry delay after a backend error, ms (doubles). Default 100. */
+  retryMinMs?: number;
+  /** Longest retry delay, ms. Default 5000. */
+  retryMaxMs?: number;
+}
+
+export type ModelEvent =
+  | { type: 'leases'; seq: number; upserts: LeaseRow[]; removed: string[]; serverTime: number }
+  | { type: 'resync'; seq: number }
+  | { type: 'state'; state: ConnectionState; error: unknown; syncedAt: number | null };
+
+interface Entry {
+  row: LeaseRow;
+  token: bigint;
+  version: bigint;
+}
+
+export interface ModelSnapshot {
+  rows: LeaseRow[];
+  seq: number;
+  serverTime: number;
+}
+
+const sleepResolved = Promise.resolve();
+
+export class FleetModel {
+  private readonly pollMinMs: number;
+  private readonly pollMaxMs: number;
+  private readonly batchMs: number;
+  private readonly pageSize: number;
+  private readonly changeLimit: number;
+  private readonly retryMinMs: number;
+  private readonly retryMaxMs: number;
+
+  private entries = new Map<string, Entry>();
+  private readonly tombstones = new Map<string, bigint>();
+  private readonly listeners = new Set<(event: ModelEvent) => void>();
+  readonly rates = new RateRecorder();
+
+  private seqNo = 0;
+  private cursor: string | null = null;
+  private stateValue: ConnectionState = 'connecting';
+  private errorValue: unknown = null;
+  private syncedAtValue: number | null = null;
+
+  private pendingUpserts = new Map<string, LeaseRow>();
+  private pendingRemoved = new Set<string>();
+  private flushTimer: NodeJS.Timeout | null = null;
+
+  private running = false;
+  private closed = false;
+  private wakeUp: (() => void) | null = null;
+  private loopDone: Promise<void> = sleepResolved;
+  /** Number of polls started; waiters of `caughtUp` wait for one started after they asked. */
+  private pollsStarted = 0;
+  private caughtUpWaiters: Array<{ after: number; resolve: () => void }> = [];
+
+  constructor(
+    private readonly admin: LeaseAdmin,
+    private readonly clock: ServerClock,
+    options: FleetModelOptions = {},
+  ) {
+    this.pollMinMs = options.pollMinMs ?? 50;
+    this.pollMaxMs = options.pollMaxMs ?? 1000;
+    this.batchMs = options.batchMs ?? 50;
+    this.pageSize = options.pageSize ?? 5000;
+    this.changeLimit = options.changeLimit ?? 2000;
+    this.retryMinMs = options.retryMinMs ?? 100;
+    this.retryMaxMs = options.retryMaxMs ?? 5000;
+  }
+
+  get state(): ConnectionState {
+    return this.stateValue;
+  }
+  /** The last error (a WorkleaseError or anything thrown), null while healthy. */
+  get error(): unknown {
+    return this.errorValue;
+  }
+  /** Backend time at which the model was last known to match the backend; null before the first sync. */
+  get syncedAt(): number | null {
+    return this.syncedAtValue;
+  }
+  get seq(): number {
+    return this.seqNo;
+  }
+  get size(): number {
+    return this.entries.size;
+  }
+
+  subscribe(listener: (event: ModelEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Starts snapshot + feed in the background. Errors surface as states, never as rejections. */
+  start(): void {
+    if (this.running || this.closed) return;
+    this.running = true;
+    this.loopDone = this.loop();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.wake();
+    await this.loopDone;
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    for (const w of this.caughtUpWaiters) w.resolve();
+    this.caughtUpWaiters = [];
+    this.setState('closed', null);
+  }
+
+  /** The current rows (never checkpoint bytes) and the seq of the last event they include. */
+  snapshot(): ModelSnapshot {
+    this.flush();
+    const rows: LeaseRow[] = new Array(this.entries.size);
+    let i = 0;
+    for (const e of this.entries.values()) rows[i++] = e.row;
+    return { rows, seq: this.seqNo, serverTime: this.clock.serverNow() };
+  }
+
+  rows(): IterableIterator<LeaseRow> {
+    const it = this.entries.values();
+    return (function* () {
+      for (const e of it) yield e.row;
+    })();
+  }
+
+  get(workId: string): LeaseRow | undefined {
+    return this.entries.get(workId)?.row;
+  }
+
+  /**
+   * Resolves once a poll that started after this call has finished and found
+   * the feed drained (fewer changes than the limit), i.e. the model reflects
+   * every write that completed before the call. Pending rows are flushed.
+   */
+  caughtUp(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.caughtUpWaiters.push({ after: this.pollsStarted, resolve });
+      this.wake();
+    });
+  }
+
+  /** Applies a row read outside the feed (a fresh `get`, a force-release result). Same ordering rules. */
+  applyInfo(info: LeaseInfo): void {
+    this.applyLease(info);
+    this.scheduleFlush();
+  }
+
+  /** Asks the loop to poll now (e.g. after the console itself wrote). */
+  wake(): void {
+    const w = this.wakeUp;
+    this.wakeUp = null;
+    w?.();
+  }
+
+  // ---- the loop ------------------------------------------------------------
+
+  private async loop(): Promise<void> {
+    let needSnapshot = true;
+    let firstSnapshot = true;
+    let idleDelay = this.pollMinMs;
+    let retryDelay = this.retryMinMs;
+    while (!this.closed) {
+      let delay: number;
+      try {
+        if (needSnapshot) {
+          await this.loadSnapshot(firstSnapshot);
+          firstSnapshot = false;
+          needSnapshot = false;
+          idleDelay = this.pollMinMs;
+        }
+        const cursor = this.cursor;
+        if (cursor === null) throw new Error('feed cursor missing after snapshot');
+        const pollNo = ++this.pollsStarted;
+        const startedAt = this.clock.serverNow();
+        const batch = await this.admin.changes({ cursor, limit: this.changeLimit });
+        if (this.closed) break;
+        if (batch.gap) {
+          // Changes we never saw were trimmed: only a new snapshot is trustworthy.
+          needSnapshot = true;
+          continue;
+        }
+        const applied = this.applyChanges(batch.changes);
+        this.cursor = batch.cursor;
+        this.syncedAtValue = startedAt;
+        retryDelay = this.retryMinMs;
+        this.setState('live', null);
+        const full = batch.changes.length >= this.changeLimit;
+        if (!full) {
+          this.flush();
+          this.resolveCaughtUp(pollNo);
+        }
+        if (full) delay = 0;
+        // Only changes that moved the model count as activity: a feed that
+        // re-delivers rows (the Postgres feed does while another transaction
+        // holds back the xmin horizon) must not keep the poll rate high.
+        else if (applied > 0) delay = idleDelay = this.pollMinMs;
+        else delay = idleDelay = Math.min(this.pollMaxMs, idleDelay * 2);
+        if (this.caughtUpWaiters.length > 0) delay = 0;
+      } catch (err) {
+        if (this.closed) break;
+        const unavailable = hasCode(err, 'BACKEND_UNAVAILABLE');
+        // A final error (schema mismatch, a cursor the backend no longer
+        // understands, a bug) is not cured by retrying the same cursor: the next
+        // attempt starts from a fresh snapshot.
+        if (!unavailable && !firstSnapshot) needSnapshot = true;
+        this.setState(unavailable ? 'reconnecting' : 'error', err);
+        delay = retryDelay;
+        retryDelay = Math.min(this.retryMaxMs, retryDelay * 2);
+      }
+      await this.sleep(delay);
+    }
+  }
+
+  private async loadSnapshot(first: boolean): Promise<void> {
+    // Cursor first: see rule 1 in the file comment.
+    const cursor = await this.admin.changeCursor();
+    const entries = new Map<string, Entry>();
+    let page: string | null = null;
+    do {
+      const res = await this.admin.list({ cursor: page, limit: this.pageSize });
+      for (const info of res.items) {
+        entries.set(info.workId, { row: toLeaseRow(info), token: info.fencingToken, version: info.version });
+      }
+      page = res.nextCursor;
+    } while (page !== null && !this.closed);
+    if (this.closed) return;
+    this.cursor = cursor;
+    this.entries = entries;
+    this.pendingUpserts.clear();
+    this.pendingRemoved.clear();
+    if (first) for (const e of entries.values()) this.rates.seedFromRow(e.row);
+    // Also after the first load: a subscriber that fetched the (empty) snapshot
+    // while the model was still connecting learns to fetch it again.
+    this.seqNo++;
+    this.emit({ type: 'resync', seq: this.seqNo });
+  }
+
+  /** Returns how many changes were newer than the model. */
+  private applyChanges(changes: LeaseChange[]): number {
+    let applied = 0;
+    for (const change of changes) {
+      const moved =
+        change.kind === 'pruned' || change.lease === null
+          ? this.applyPrune(change.workId, change.fencingToken)
+          : this.applyLease(change.lease);
+      if (moved) applied++;
+    }
+    if (applied > 0) this.scheduleFlush();
+    return applied;
+  }
+
+  private applyPrune(workId: string, token: bigint): boolean {
+    const prev = this.tombstones.get(workId);
+    if (prev === undefined || token > prev) this.tombstones.set(workId, token);
+    const existing = this.entries.get(workId);
+    if (existing !== undefined && existing.token <= token) {
+      this.entries.delete(workId);
+      this.pendingUpserts.delete(workId);
+      this.pendingRemoved.add(workId);
+      return true;
+    }
+    return false;
+  }
+
+  private applyLease(info: LeaseInfo): boolean {
+    const tomb = this.tombstones.get(info.workId);
+    if (tomb !== undefined) {
+      if (info.fencingToken <= tomb) return false;
+      this.tombstones.delete(info.workId);
+    }
+    const existing = this.entries.get(info.workId);
+    if (
+      existing !== undefined &&
+      (info.fencingToken < existing.token ||
+        (info.fencingToken === existing.token && info.version <= existing.version))
+    ) {
+      return false;
+    }
+    const row = toLeaseRow(info);
+    this.entries.set(info.workId, { row, token: info.fencingToken, version: info.version });
+    this.pendingUpserts.set(info.workId, row);
+    this.pendingRemoved.delete(info.workId);
+    this.rates.recordTransition(existing?.row, row);
+    return true;
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer !== null || this.closed) return;
+    if (this.pendingUpserts.size === 0 && this.pendingRemoved.size === 0) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = null;
+      this.flush();
+    }, this.batchMs);
+  }
+
+  /** Emits the pending rows as one `leases` event (seq + 1). */
+  private flush(): void {
+    if (this.flushTimer !== null) {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = null;
+    }
+    if (this.pendingUpserts.size === 0 && this.pendingRemoved.size === 0) return;
+    const upserts = [...this.pendingUpserts.values()];
+    const removed = [...this.pendingRemoved];
+    this.pendingUpserts = new Map();
+    this.pendingRemoved = new Set();
+    this.seqNo++;
+    this.emit({ type: 'leases', seq: this.seqNo, upserts, removed, serverTime: this.clock.serverNow() });
+  }
+
+  private resolveCaughtUp(pollNo: number): void {
+    if (this.caughtUpWaiters.length === 0) return;
+    const still: typeof this.caughtUpWaiters = [];
+    for (const w of this.caughtUpWaiters) {
+      if (pollNo > w.after) w.resolve();
+      else still.push(w);
+    }
+    this.caughtUpWaiters = still;
+  }
+
+  private setState(state: ConnectionState, error: unknown): void {
+    const sameError =
+      error === this.errorValue ||
+      (error instanceof WorkleaseError &&
+        this.errorValue instanceof WorkleaseError &&
+        error.code === this.errorValue.code &&
+        error.message === this.errorValue.message);
+    if (state === this.stateValue && sameError) return;
+    this.stateValue = state;
+    this.errorValue = error;
+    this.emit({ type: 'state', state, error, syncedAt: this.syncedAtValue });
+  }
+
+  private emit(event: ModelEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // A failing subscriber must not stop the feed for the others.
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    if (this.closed) return sleepResolved;
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = done;
+    });
+  }
+}

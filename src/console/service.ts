@@ -1,0 +1,662 @@
+/**
+ * The console service: the one implementation of the console API
+ * (src/console/api.ts). It holds the connections (one backend + server clock +
+ * fleet model each), answers requests, enforces read-only profiles, and pushes
+ * events to subscribers. Transports (the web server, Electron main) only
+ * validate and route to it; it never trusts them to enforce anything.
+ *
+ * The console never changes a backend's schema: backends are opened with
+ * `{ migrate: false }`, so a missing or older schema shows as SCHEMA_MISMATCH
+ * in the connection's `error` instead of being created on a production
+ * database by someone who only wanted to look.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { userInfo } from 'node:os';
+import { parseBackendUrl, redactUrl } from '../backends/url.ts';
+import { openBackend as defaultOpenBackend } from '../index.ts';
+import {
+  BackendUnavailableError,
+  ErrorCode,
+  errorToData,
+  ForbiddenError,
+  hasCode,
+  InvalidArgumentError,
+  NotFoundError,
+  WorkleaseError,
+} from '../lease/errors.ts';
+import type { LeaseBackend, OpenOptions } from '../lease/types.ts';
+import {
+  type ConnectionInfo,
+  type ConnectionState,
+  type ConsoleApi,
+  type ConsoleEvent,
+  DEFAULT_THRESHOLDS,
+  type ErrorDataWire,
+  type MethodName,
+  methods,
+  type Params,
+  type ParsedParams,
+  type Result,
+  type Thresholds,
+} from './api.ts';
+import { ServerClock } from './clock.ts';
+import { decodeCheckpoint } from './decode.ts';
+import { FleetModel, type FleetModelOptions, type ModelEvent } from './model.ts';
+import type { ProfileStore, ThresholdOverrides } from './profiles.ts';
+import { toAuditWire, toLeaseRow } from './rows.ts';
+import { countFleet } from './stats.ts';
+
+/** A connection as given to the service (from a profile, the CLI or `connections.add`). */
+export interface ConnectionInput {
+  name: string;
+  url: string;
+  /** Default false. */
+  readOnly?: boolean;
+  /** Default ''. */
+  environment?: string;
+  thresholds?: ThresholdOverrides | undefined;
+}
+
+export interface ConsoleServiceOptions {
+  /** Every connection read-only (`serve --read-only`). Default false. */
+  readOnly?: boolean;
+  /** Recorded in the audit log by force-release. Default: the OS user name. */
+  operator?: string;
+  /** This machine's clock, epoch ms. Default `Date.now`. Statuses use it plus the measured server offset. */
+  now?: () => number;
+  /** Saved profiles: loaded at start, written by connections.add/update/remove. Default none (nothing persisted). */
+  profiles?: ProfileStore | null;
+  /** Connections that are not persisted (URLs from arguments or the environment). */
+  connections?: ConnectionInput[];
+  /** Whether connections may be added/edited/removed through the API. Default true. */
+  profilesEditable?: boolean;
+  /** Opens a backend; the service always passes `migrate: false`. Default `openBackend`. */
+  openBackend?: (url: string, options: OpenOptions) => Promise<LeaseBackend>;
+  /** Options for every connection's opened backend (besides migrate/schema/keyPrefix). */
+  backendOptions?: Omit<OpenOptions, 'migrate'>;
+  /** Fleet model tuning (poll intervals, batching). */
+  feed?: FleetModelOptions;
+  /** How often the server clock offset is re-measured, ms. Default 600 000. */
+  clockRefreshMs?: number;
+  /** Version shown by console.info. Default: package.json's. */
+  version?: string;
+}
+
+export interface ConsoleService extends ConsoleApi {
+  /** Runs one method with already-validated params (what `dispatch` calls). */
+  handle<M extends MethodName>(method: M, params: ParsedParams<M>): Promise<Result<M>>;
+  connections(): ConnectionInfo[];
+  /** The fleet model of a connection (for the CLI's `watch`); undefined before its backend opened. */
+  model(connectionId: string): FleetModel | undefined;
+  /** Resolves when the connection is live (first snapshot loaded); rejects after `timeoutMs` with its last error. */
+  waitLive(connectionId: string, timeoutMs?: number): Promise<ConnectionInfo>;
+  readonly readOnly: boolean;
+  readonly operator: string;
+  close(): Promise<void>;
+}
+
+function defaultOperator(): string {
+  try {
+    return userInfo().username || 'operator';
+  } catch {
+    return process.env.USER ?? process.env.USERNAME ?? 'operator';
+  }
+}
+
+function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      version?: unknown;
+    };
+    return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+/**
+ * Console URLs may name the Postgres schema or the Redis key prefix as query
+ * parameters (`?schema=billing`, `?keyPrefix=jobs`), since a profile is just a
+ * URL; they are turned into open options and removed from the URL.
+ */
+export function splitConsoleUrl(url: string): { url: string; options: OpenOptions } {
+  const q = url.indexOf('?');
+  if (q < 0) return { url, options: {} };
+  const hashAt = url.indexOf('#', q);
+  const query = url.slice(q + 1, hashAt < 0 ? undefined : hashAt);
+  const kept: string[] = [];
+  const options: OpenOptions = {};
+  for (const part of query.split('&')) {
+    if (part === '') continue;
+    const eq = part.indexOf('=');
+    const key = eq < 0 ? part : part.slice(0, eq);
+    const value = eq < 0 ? '' : decodeURIComponent(part.slice(eq + 1));
+    if (key === 'schema') options.schema = value;
+    else if (key === 'keyPrefix') options.keyPrefix = value;
+    else kept.push(part);
+  }
+  const base = url.slice(0, q);
+  return { url: kept.length > 0 ? `${base}?${kept.join('&')}` : base, options };
+}
+
+const CONNECT_RETRY_MIN_MS = 250;
+const CONNECT_RETRY_MAX_MS = 10_000;
+/** A connection's syncedAt is re-announced at most this often when nothing else changed. */
+const FRESHNESS_EVENT_MS = 5_000;
+
+interface ResolvedInput {
+  name: string;
+  url: string;
+  readOnly: boolean;
+  environment: string;
+  thresholds: Thresholds;
+  thresholdOverrides: ThresholdOverrides | undefined;
+}
+
+class Connection {
+  backend: LeaseBackend | null = null;
+  model: FleetModel | null = null;
+  clock: ServerClock | null = null;
+  private ownState: ConnectionState = 'connecting';
+  private ownError: unknown = null;
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
+  lastAnnouncedSyncedAt: number | null = null;
+  private liveWaiters: Array<() => void> = [];
+
+  constructor(
+    readonly id: string,
+    public input: ResolvedInput,
+    readonly persistent: boolean,
+    private readonly service: Service,
+  ) {}
+
+  get kind(): ConnectionInfo['kind'] {
+    return parseBackendUrl(this.input.url).kind;
+  }
+
+  get state(): ConnectionState {
+    if (this.closed) return 'closed';
+    return this.model?.state ?? this.ownState;
+  }
+
+  get error(): unknown {
+    return this.model !== null ? this.model.error : this.ownError;
+  }
+
+  info(): ConnectionInfo {
+    const err = this.error;
+    return {
+      id: this.id,
+      name: this.input.name,
+      url: redactUrl(this.input.url).replace(/([?&]password=)[^&#]*/gi, '$1***'),
+      kind: this.kind,
+      readOnly: this.input.readOnly || this.service.readOnly,
+      environment: this.input.environment,
+      thresholds: this.input.thresholds,
+      state: this.state,
+      syncedAt: this.model?.syncedAt ?? null,
+      clockOffsetMs: Math.round(this.clock?.offsetMs ?? 0),
+      error: err === null || err === undefined ? null : (errorToData(err) as ErrorDataWire),
+    };
+  }
+
+  start(): void {
+    void this.open(CONNECT_RETRY_MIN_MS);
+  }
+
+  private async open(retryMs: number): Promise<void> {
+    this.retryTimer = null;
+    if (this.closed) return;
+    let backend: LeaseBackend | null = null;
+    try {
+      const { url, options } = splitConsoleUrl(this.input.url);
+      backend = await this.service.openBackendFn(url, {
+        ...this.service.backendOptions,
+        ...options,
+        migrate: false,
+      });
+      const clock = new ServerClock(() => backend!.admin.serverTime(), {
+        now: this.service.now,
+        refreshMs: this.service.clockRefreshMs,
+      });
+      await clock.measure();
+      if (this.closed) {
+        await backend.close().catch(() => {});
+        return;
+      }
+      clock.start();
+      const model = new FleetModel(backend.admin, clock, this.service.feedOptions);
+      this.backend = backend;
+      this.clock = clock;
+      this.model = model;
+      this.unsubscribe = model.subscribe((e) => this.onModelEvent(e));
+      model.start();
+    } catch (err) {
+      await backend?.close().catch(() => {});
+      if (this.closed) return;
+      this.ownState = hasCode(err, ErrorCode.BACKEND_UNAVAILABLE) ? 'reconnecting' : 'error';
+      this.ownError = err;
+      this.service.emitConnection(this);
+      // A schema that is missing now may be migrated by the fleet later; keep
+      // trying, slowly, so the console recovers without a restart.
+      const next =
+        this.ownState === 'error' ? CONNECT_RETRY_MAX_MS : Math.min(CONNECT_RETRY_MAX_MS, retryMs * 2);
+      this.retryTimer = setTimeout(() => void this.open(next), retryMs);
+      this.retryTimer.unref();
+    }
+  }
+
+  private onModelEvent(e: ModelEvent): void {
+    switch (e.type) {
+      case 'state':
+        if (e.state === 'live') {
+          for (const w of this.liveWaiters) w();
+          this.liveWaiters = [];
+        }
+        this.lastAnnouncedSyncedAt = e.syncedAt;
+        this.service.emitConnection(this);
+        return;
+      case 'leases':
+        this.service.emit({
+          type: 'leases',
+          connectionId: this.id,
+          seq: e.seq,
+          upserts: e.upserts,
+          removed: e.removed,
+          serverTime: e.serverTime,
+        });
+        return;
+      case 'resync':
+        this.service.emit({ type: 'resync', connectionId: this.id, seq: e.seq });
+        return;
+    }
+  }
+
+  whenLive(): Promise<void> {
+    if (this.state === 'live') return Promise.resolve();
+    return new Promise((resolve) => this.liveWaiters.push(resolve));
+  }
+
+  /** The backend, or the reason there is none (the connection's own error). */
+  requireBackend(): LeaseBackend {
+    if (this.backend !== null) return this.backend;
+    const err = this.ownError;
+    if (err instanceof WorkleaseError) throw err;
+    throw new BackendUnavailableError(`connection '${this.input.name}' is not connected yet`);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.clock?.stop();
+    await this.model?.close();
+    this.unsubscribe?.();
+    await this.backend?.close().catch(() => {});
+    for (const w of this.liveWaiters) w();
+    this.liveWaiters = [];
+  }
+}
+
+class Service implements ConsoleService {
+  readonly readOnly: boolean;
+  readonly operator: string;
+  readonly now: () => number;
+  readonly openBackendFn: (url: string, options: OpenOptions) => Promise<LeaseBackend>;
+  readonly backendOptions: Omit<OpenOptions, 'migrate'>;
+  readonly feedOptions: FleetModelOptions;
+  readonly clockRefreshMs: number;
+  private readonly version: string;
+  private readonly store: ProfileStore | null;
+  private readonly editable: boolean;
+  private readonly conns = new Map<string, Connection>();
+  private readonly listeners = new Set<(event: ConsoleEvent) => void>();
+  private readonly freshnessTimer: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(options: ConsoleServiceOptions) {
+    this.readOnly = options.readOnly ?? false;
+    this.operator = options.operator ?? defaultOperator();
+    this.now = options.now ?? Date.now;
+    this.openBackendFn = options.openBackend ?? defaultOpenBackend;
+    this.backendOptions = options.backendOptions ?? {};
+    this.feedOptions = options.feed ?? {};
+    this.clockRefreshMs = options.clockRefreshMs ?? 600_000;
+    this.version = options.version ?? packageVersion();
+    this.store = options.profiles ?? null;
+    this.editable = options.profilesEditable ?? true;
+    this.freshnessTimer = setInterval(() => this.announceFreshness(), FRESHNESS_EVENT_MS);
+    this.freshnessTimer.unref();
+  }
+
+  start(initial: ConnectionInput[]): void {
+    for (const profile of this.store?.load() ?? []) {
+      this.addConnection(profile.id, profile, true);
+    }
+    for (const input of initial) this.addConnection(newId(), input, false);
+  }
+
+  // ---- ConsoleApi ------------------------------------------------------------
+
+  async call<M extends MethodName>(method: M, params: Params<M>): Promise<Result<M>> {
+    const spec = methods[method];
+    if (spec === undefined) throw new InvalidArgumentError(`unknown method '${String(method)}'`);
+    const parsed = spec.params.safeParse(params ?? {});
+    if (!parsed.success) throw paramsError(method, parsed.error.issues);
+    return this.handle(method, parsed.data as ParsedParams<M>);
+  }
+
+  subscribe(listener: (event: ConsoleEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
+  }
+
+  async handle<M extends MethodName>(method: M, params: ParsedParams<M>): Promise<Result<M>> {
+    if (this.closed) throw new BackendUnavailableError('the console service is closed');
+    const handler = this.handlers[method] as (p: ParsedParams<M>) => Promise<Result<M>>;
+    return handler(params);
+  }
+
+  private readonly handlers: { [M in MethodName]: (p: ParsedParams<M>) => Promise<Result<M>> } = {
+    'connections.list': async () => this.connections(),
+    'connections.add': async (p) => {
+      this.requireEditable();
+      parseBackendUrl(p.url);
+      const input: ConnectionInput = {
+        name: p.name,
+        url: p.url,
+        readOnly: p.readOnly,
+        environment: p.environment,
+        thresholds: p.thresholds,
+      };
+      let id = newId();
+      if (this.store !== null) id = this.store.save({ ...resolveProfile(input) }).id;
+      const conn = this.addConnection(id, input, this.store !== null);
+      this.emitConnections();
+      return conn.info();
+    },
+    'connections.update': async ({ id, changes }) => {
+      this.requireEditable();
+      const conn = this.connection(id);
+      if (changes.url !== undefined) parseBackendUrl(changes.url);
+      const merged: ConnectionInput = {
+        name: changes.name ?? conn.input.name,
+        url: changes.url ?? conn.input.url,
+        readOnly: changes.readOnly ?? conn.input.readOnly,
+        environment: changes.environment ?? conn.input.environment,
+        thresholds:
+          changes.thresholds === undefined
+            ? conn.input.thresholdOverrides
+            : { ...conn.input.thresholdOverrides, ...changes.thresholds },
+      };
+      if (conn.persistent && this.store !== null) this.store.save({ id, ...resolveProfile(merged) });
+      const resolved = resolveInput(merged);
+      if (resolved.url !== conn.input.url) {
+        await conn.close();
+        this.conns.delete(id);
+        const fresh = this.addConnection(id, merged, conn.persistent);
+        this.emitConnections();
+        return fresh.info();
+      }
+      conn.input = resolved;
+      this.emitConnection(conn);
+      return conn.info();
+    },
+    'connections.remove': async ({ id }) => {
+      this.requireEditable();
+      const conn = this.connection(id);
+      if (conn.persistent && this.store !== null) this.store.remove(id);
+      this.conns.delete(id);
+      await conn.close();
+      this.emitConnections();
+      return {};
+    },
+    'connections.test': async ({ url }) => {
+      const kind = parseBackendUrl(url).kind;
+      const split = splitConsoleUrl(url);
+      const backend = await this.openBackendFn(split.url, {
+        ...this.backendOptions,
+        ...split.options,
+        migrate: false,
+      });
+      try {
+        const t0 = performance.now();
+        const serverTime = await backend.admin.serverTime();
+        return { kind, serverTime: serverTime.getTime(), latencyMs: performance.now() - t0 };
+      } finally {
+        await backend.close().catch(() => {});
+      }
+    },
+    'fleet.snapshot': async ({ connectionId }) => {
+      const conn = this.connection(connectionId);
+      const model = conn.model;
+      if (model === null) {
+        return { connectionId, rows: [], seq: 0, serverTime: Math.round(this.now()) };
+      }
+      const snap = model.snapshot();
+      return { connectionId, rows: snap.rows, seq: snap.seq, serverTime: snap.serverTime };
+    },
+    'fleet.counts': async ({ connectionId }) => {
+      const conn = this.connection(connectionId);
+      const model = conn.model;
+      const serverNow = conn.clock?.serverNow() ?? Math.round(this.now());
+      if (model === null) {
+        return { counts: countFleet([], serverNow, conn.input.thresholds), rates: [] };
+      }
+      return {
+        counts: countFleet(model.rows(), serverNow, conn.input.thresholds),
+        rates: model.rates.points(serverNow),
+      };
+    },
+    'lease.get': async ({ connectionId, workId }) => {
+      const conn = this.connection(connectionId);
+      const info = await conn.requireBackend().admin.get(workId);
+      if (info === null) return null;
+      conn.model?.applyInfo(info);
+      return toLeaseRow(info);
+    },
+    'checkpoint.read': async ({ connectionId, workId, offset, length }) => {
+      const conn = this.connection(connectionId);
+      const page = await conn.requireBackend().admin.readState(workId, { offset, length });
+      if (page === null) return null;
+      const decoded = decodeCheckpoint(page.bytes, page.size, page.offset);
+      return {
+        workId,
+        fencingToken: page.fencingToken.toString(),
+        size: page.size,
+        offset: page.offset,
+        length: page.bytes.length,
+        base64: Buffer.from(page.bytes.buffer, page.bytes.byteOffset, page.bytes.byteLength).toString(
+          'base64',
+        ),
+        decoded: decoded.json === undefined ? { kind: decoded.kind, text: decoded.text } : decoded,
+      };
+    },
+    'lease.forceRelease': async ({ connectionId, workId, expectedToken, reason, operator }) => {
+      const conn = this.connection(connectionId);
+      if (this.readOnly) {
+        throw new ForbiddenError('the console was started read-only: force-release is refused', {
+          details: { connectionId, workId },
+        });
+      }
+      if (conn.input.readOnly) {
+        throw new ForbiddenError(`connection '${conn.input.name}' is read-only: force-release is refused`, {
+          details: { connectionId, workId },
+        });
+      }
+      const info = await conn.requireBackend().admin.forceRelease(workId, {
+        expectedToken: BigInt(expectedToken),
+        operator: operator ?? this.operator,
+        reason,
+      });
+      conn.model?.applyInfo(info);
+      conn.model?.wake();
+      return toLeaseRow(info);
+    },
+    'audit.list': async ({ connectionId, workId, limit }) => {
+      const conn = this.connection(connectionId);
+      const entries = await conn
+        .requireBackend()
+        .admin.audit(workId === undefined ? { limit } : { workId, limit });
+      return entries.map(toAuditWire);
+    },
+    'console.info': async () => ({
+      version: this.version,
+      readOnly: this.readOnly,
+      operator: this.operator,
+      profilesEditable: this.editable,
+    }),
+  };
+
+  // ---- connections ------------------------------------------------------------
+
+  connections(): ConnectionInfo[] {
+    return [...this.conns.values()].map((c) => c.info());
+  }
+
+  model(connectionId: string): FleetModel | undefined {
+    return this.conns.get(connectionId)?.model ?? undefined;
+  }
+
+  async waitLive(connectionId: string, timeoutMs = 30_000): Promise<ConnectionInfo> {
+    const conn = this.connection(connectionId);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const err = conn.error;
+        reject(
+          err instanceof WorkleaseError
+            ? err
+            : new BackendUnavailableError(
+                `connection '${conn.input.name}' did not become live within ${timeoutMs} ms (state ${conn.state})`,
+              ),
+        );
+      }, timeoutMs);
+    });
+    try {
+      await Promise.race([conn.whenLive(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+    return conn.info();
+  }
+
+  private addConnection(id: string, input: ConnectionInput, persistent: boolean): Connection {
+    const conn = new Connection(id, resolveInput(input), persistent, this);
+    this.conns.set(id, conn);
+    conn.start();
+    return conn;
+  }
+
+  private connection(id: string): Connection {
+    const conn = this.conns.get(id);
+    if (conn === undefined) throw new NotFoundError(`no connection with id '${id}'`, { details: { id } });
+    return conn;
+  }
+
+  private requireEditable(): void {
+    if (!this.editable) {
+      throw new ForbiddenError('connection profiles cannot be edited through this console');
+    }
+  }
+
+  // ---- events -------------------------------------------------------------------
+
+  emit(event: ConsoleEvent): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(event);
+      } catch {
+        // One broken subscriber must not starve the others.
+      }
+    }
+  }
+
+  emitConnection(conn: Connection): void {
+    if (this.closed || !this.conns.has(conn.id)) return;
+    this.emit({ type: 'connection', connection: conn.info() });
+  }
+
+  private emitConnections(): void {
+    this.emit({ type: 'connections', connections: this.connections() });
+  }
+
+  private announceFreshness(): void {
+    for (const conn of this.conns.values()) {
+      const syncedAt = conn.model?.syncedAt ?? null;
+      if (syncedAt !== conn.lastAnnouncedSyncedAt) {
+        conn.lastAnnouncedSyncedAt = syncedAt;
+        this.emitConnection(conn);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.freshnessTimer);
+    await Promise.all([...this.conns.values()].map((c) => c.close()));
+    this.conns.clear();
+    this.listeners.clear();
+  }
+}
+
+function newId(): string {
+  return `c_${randomBytes(6).toString('hex')}`;
+}
+
+function resolveInput(input: ConnectionInput): ResolvedInput {
+  return {
+    name: input.name,
+    url: input.url,
+    readOnly: input.readOnly ?? false,
+    environment: input.environment ?? '',
+    thresholds: {
+      expiringFraction: input.thresholds?.expiringFraction ?? DEFAULT_THRESHOLDS.expiringFraction,
+      stuckAfterMs: input.thresholds?.stuckAfterMs ?? DEFAULT_THRESHOLDS.stuckAfterMs,
+    },
+    thresholdOverrides: input.thresholds,
+  };
+}
+
+function resolveProfile(input: ConnectionInput): {
+  name: string;
+  url: string;
+  readOnly: boolean;
+  environment: string;
+  thresholds?: ThresholdOverrides | undefined;
+} {
+  return {
+    name: input.name,
+    url: input.url,
+    readOnly: input.readOnly ?? false,
+    environment: input.environment ?? '',
+    thresholds: input.thresholds,
+  };
+}
+
+/** A zod failure as one readable INVALID_ARGUMENT. */
+export function paramsError(
+  method: string,
+  issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>,
+): InvalidArgumentError {
+  const first = issues
+    .slice(0, 3)
+    .map((i) => `${i.path.length > 0 ? i.path.map(String).join('.') : 'params'}: ${i.message}`)
+    .join('; ');
+  return new InvalidArgumentError(`invalid params for ${method}: ${first}`, {
+    details: { method, issues: issues.map((i) => ({ path: i.path.map(String), message: i.message })) },
+  });
+}
+
+/** Creates the service and starts opening its connections (profiles first, then `connections`). */
+export function createConsoleService(options: ConsoleServiceOptions = {}): ConsoleService {
+  const service = new Service(options);
+  service.start(options.connections ?? []);
+  return service;
+}

@@ -1,0 +1,105 @@
+/**
+ * Fleet counts (by status, by holder) and activity rates per minute. Counts
+ * are computed from the model on demand, because status changes with time
+ * alone; rates come from the changes the console observed (plus, once, the
+ * acquire/release times found in the first snapshot, so a freshly opened
+ * console does not show an empty chart).
+ */
+import type { Counts, LeaseRow, LeaseStatus, RatePoint, Thresholds } from './api.ts';
+import { LEASE_STATUSES } from './api.ts';
+import { leaseStatus } from './status.ts';
+
+const MINUTE = 60_000;
+
+/** How many most-active holders `countFleet` reports. */
+export const TOP_HOLDERS = 20;
+
+export function countFleet(
+  rows: Iterable<LeaseRow>,
+  serverNow: number,
+  thresholds: Thresholds,
+  topHolders = TOP_HOLDERS,
+): Counts {
+  const byStatus = Object.fromEntries(LEASE_STATUSES.map((s) => [s, 0])) as Record<LeaseStatus, number>;
+  const holders = new Map<string, number>();
+  let total = 0;
+  for (const row of rows) {
+    total++;
+    byStatus[leaseStatus(row, serverNow, thresholds)]++;
+    holders.set(row.holderId, (holders.get(row.holderId) ?? 0) + 1);
+  }
+  const byHolder = [...holders]
+    .map(([holderId, count]) => ({ holderId, count }))
+    .sort((a, b) => b.count - a.count || (a.holderId < b.holderId ? -1 : 1))
+    .slice(0, topHolders);
+  return { total, byStatus, byHolder };
+}
+
+type RateKind = 'acquires' | 'takeovers' | 'releases' | 'forceReleases';
+
+/** Per-minute activity counters for the last `windowMinutes` minutes (backend clock). */
+export class RateRecorder {
+  private readonly buckets = new Map<number, RatePoint>();
+
+  constructor(private readonly windowMinutes = 60) {}
+
+  /**
+   * Counts what happened between two versions of a row. Feeds may collapse
+   * several writes into the latest row version (an acquire followed by a
+   * renew arrives as one `renewed` change), so the events are read from the
+   * row's fields rather than from the change's kind: a new `acquiredAt` is an
+   * acquire, a newly set `ended` is a release or a force-release.
+   */
+  recordTransition(prev: LeaseRow | undefined, next: LeaseRow): void {
+    if (prev === undefined || next.acquiredAt !== prev.acquiredAt || next.holderId !== prev.holderId) {
+      this.add('acquires', next.acquiredAt);
+      if (next.predecessorEnd === 'expired' || next.predecessorEnd === 'force-released') {
+        this.add('takeovers', next.acquiredAt);
+      }
+      prev = undefined;
+    }
+    if (next.ended !== null && (prev === undefined || prev.ended === null)) {
+      this.add(next.ended === 'released' ? 'releases' : 'forceReleases', next.releasedAt ?? next.acquiredAt);
+    }
+  }
+
+  /** Seeds the chart from a snapshot row: its last acquire and (if ended) its end. */
+  seedFromRow(row: LeaseRow): void {
+    this.recordTransition(undefined, row);
+  }
+
+  /** One point per minute, oldest first, ending with the minute holding `serverNow`. */
+  points(serverNow: number): RatePoint[] {
+    const last = Math.floor(serverNow / MINUTE) * MINUTE;
+    const first = last - (this.windowMinutes - 1) * MINUTE;
+    for (const minute of this.buckets.keys()) if (minute < first) this.buckets.delete(minute);
+    const out: RatePoint[] = [];
+    for (let minute = first; minute <= last; minute += MINUTE) {
+      out.push(
+        this.buckets.get(minute) ?? { minute, acquires: 0, takeovers: 0, releases: 0, forceReleases: 0 },
+      );
+    }
+    return out.map((p) => ({ ...p }));
+  }
+
+  private add(kind: RateKind, at: number): void {
+    if (!Number.isFinite(at) || at < 0) return;
+    const minute = Math.floor(at / MINUTE) * MINUTE;
+    let bucket = this.buckets.get(minute);
+    if (bucket === undefined) {
+      // Anything older than the window would be dropped at the next read anyway;
+      // bounding here keeps a long-running console's memory flat.
+      if (this.buckets.size > this.windowMinutes * 2) this.prune(minute);
+      bucket = { minute, acquires: 0, takeovers: 0, releases: 0, forceReleases: 0 };
+      this.buckets.set(minute, bucket);
+    }
+    bucket[kind]++;
+  }
+
+  private prune(latest: number): void {
+    let newest = latest;
+    for (const m of this.buckets.keys()) newest = Math.max(newest, m);
+    const first = newest - (this.windowMinutes - 1) * MINUTE;
+    for (const m of this.buckets.keys()) if (m < first) this.buckets.delete(m);
+  }
+}

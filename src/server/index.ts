@@ -1,0 +1,2 @@
+/** The console's web mode (HTTP + WebSocket transport over the console service). */
+export { resolveInside, startWebServer, type WebServer, type WebServerOptions } from './http.ts';

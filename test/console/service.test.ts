@@ -1,0 +1,285 @@
+import { userInfo } from 'node:os';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type ConsoleEvent,
+  type ConsoleService,
+  createConsoleService,
+  type MethodName,
+  methods,
+  type Params,
+  type Result,
+} from '../../src/console/index.ts';
+import { type LeaseBackend, openBackend } from '../../src/index.ts';
+import { PG_URL, uniqueNamespace } from '../support/backends.ts';
+import { dropNamespace } from '../support/faults.ts';
+import { sharedOpener, until } from './helpers.ts';
+
+/** Calls through the service and checks the result against the contract's schema. */
+async function call<M extends MethodName>(
+  service: ConsoleService,
+  method: M,
+  params: Params<M>,
+): Promise<Result<M>> {
+  const result = await service.call(method, params);
+  methods[method].result.parse(result);
+  return result;
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    return (err as { code?: string }).code ?? 'none';
+  }
+  return 'resolved';
+}
+
+describe('console service on PGlite', () => {
+  let backend: LeaseBackend;
+  let service: ConsoleService;
+  let rw: string;
+  let ro: string;
+  const events: ConsoleEvent[] = [];
+
+  beforeAll(async () => {
+    backend = await openBackend('pglite://memory');
+    service = createConsoleService({
+      openBackend: sharedOpener(backend),
+      connections: [
+        { name: 'demo', url: 'pglite://memory', environment: 'demo' },
+        { name: 'demo-ro', url: 'pglite://memory', readOnly: true },
+      ],
+      feed: { pollMaxMs: 200 },
+    });
+    service.subscribe((e) => events.push(e));
+    const list = service.connections();
+    rw = list[0]!.id;
+    ro = list[1]!.id;
+    await service.waitLive(rw);
+    await service.waitLive(ro);
+  });
+
+  afterAll(async () => {
+    await service?.close();
+    await backend?.close();
+  });
+
+  it('lists connections with state, freshness and the OS user as operator', async () => {
+    const conns = await call(service, 'connections.list', {});
+    expect(conns.map((c) => [c.name, c.state, c.readOnly, c.kind])).toEqual([
+      ['demo', 'live', false, 'pglite'],
+      ['demo-ro', 'live', true, 'pglite'],
+    ]);
+    expect(conns[0]!.syncedAt).not.toBeNull();
+    const info = await call(service, 'console.info', {});
+    expect(info.operator).toBe(userInfo().username);
+    expect(info.readOnly).toBe(false);
+  });
+
+  it('follows writes: leases events with consecutive seq, snapshot, counts and rates', async () => {
+    const before = events.length;
+    const a = await backend.acquire('job-a', 'worker-1', 60_000);
+    await backend.acquire('job-b', 'worker-2', 60_000);
+    await backend.renew(a, 60_000);
+    const model = service.model(rw)!;
+    await model.caughtUp();
+    const snap = await call(service, 'fleet.snapshot', { connectionId: rw });
+    expect(snap.rows.map((r) => r.workId).sort()).toEqual(['job-a', 'job-b']);
+    const rowA = snap.rows.find((r) => r.workId === 'job-a')!;
+    expect(rowA.renewedAt).not.toBeNull();
+    const mine = events
+      .slice(before)
+      .filter(
+        (e): e is Extract<ConsoleEvent, { type: 'leases' }> => e.type === 'leases' && e.connectionId === rw,
+      );
+    expect(mine.length).toBeGreaterThan(0);
+    for (let i = 1; i < mine.length; i++) expect(mine[i]!.seq).toBe(mine[i - 1]!.seq + 1);
+    expect(mine.at(-1)!.seq).toBe(snap.seq);
+    const counts = await call(service, 'fleet.counts', { connectionId: rw });
+    expect(counts.counts.total).toBe(2);
+    expect(counts.counts.byStatus.live).toBe(2);
+    expect(counts.counts.byHolder.map((h) => h.holderId).sort()).toEqual(['worker-1', 'worker-2']);
+    expect(counts.rates.reduce((n, p) => n + p.acquires, 0)).toBe(2);
+  });
+
+  it('reads one lease fresh, and checkpoints page by page with decoding', async () => {
+    expect(await call(service, 'lease.get', { connectionId: rw, workId: 'nope' })).toBeNull();
+    const rec = await backend.acquire('job-c', 'worker-3', 60_000);
+    const doc = { step: 7, items: ['x', 'y'] };
+    await backend.checkpoint(rec, new TextEncoder().encode(JSON.stringify(doc)), 60_000);
+    const got = await call(service, 'lease.get', { connectionId: rw, workId: 'job-c' });
+    expect(got?.checkpointSize).toBe(JSON.stringify(doc).length);
+    const page = await call(service, 'checkpoint.read', { connectionId: rw, workId: 'job-c' });
+    expect(page?.decoded.kind).toBe('json');
+    expect(page?.decoded.json).toEqual(doc);
+    const part = await call(service, 'checkpoint.read', {
+      connectionId: rw,
+      workId: 'job-c',
+      offset: 2,
+      length: 4,
+    });
+    expect(part?.length).toBe(4);
+    expect(Buffer.from(part!.base64, 'base64').toString()).toBe(JSON.stringify(doc).slice(2, 6));
+    expect(part?.decoded.kind).not.toBe('json');
+    const bin = await backend.acquire('job-bin', 'worker-3', 60_000);
+    await backend.checkpoint(bin, new Uint8Array([0, 1, 2, 255, 254]), 60_000);
+    const hex = await call(service, 'checkpoint.read', { connectionId: rw, workId: 'job-bin' });
+    expect(hex?.decoded.kind).toBe('hex');
+    expect(await call(service, 'checkpoint.read', { connectionId: rw, workId: 'missing' })).toBeNull();
+  });
+
+  it('force-releases with the token the operator saw, refuses a moved token, and audits', async () => {
+    const rec = await backend.acquire('job-f', 'worker-9', 60_000);
+    const stale = (rec.fencingToken + 5n).toString();
+    expect(
+      await codeOf(
+        service.call('lease.forceRelease', {
+          connectionId: rw,
+          workId: 'job-f',
+          expectedToken: stale,
+          reason: 'x',
+        }),
+      ),
+    ).toBe('CONFLICT');
+    const row = await call(service, 'lease.forceRelease', {
+      connectionId: rw,
+      workId: 'job-f',
+      expectedToken: rec.fencingToken.toString(),
+      reason: 'stuck on a poisoned message',
+    });
+    expect(row.ended).toBe('force-released');
+    expect(BigInt(row.fencingToken)).toBe(rec.fencingToken + 1n);
+    expect(await codeOf(backend.renew(rec, 1000))).toBe('FENCED');
+    const audit = await call(service, 'audit.list', { connectionId: rw, workId: 'job-f' });
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({
+      workId: 'job-f',
+      operator: userInfo().username,
+      reason: 'stuck on a poisoned message',
+      oldHolderId: 'worker-9',
+      oldToken: rec.fencingToken.toString(),
+    });
+    const all = await call(service, 'audit.list', { connectionId: rw });
+    expect(all.map((a) => a.workId)).toContain('job-f');
+    expect(service.model(rw)!.get('job-f')?.ended).toBe('force-released');
+  });
+
+  it('refuses force-release on a read-only connection in the service itself', async () => {
+    const rec = await backend.acquire('job-ro', 'worker-1', 60_000);
+    const attempt = service.call('lease.forceRelease', {
+      connectionId: ro,
+      workId: 'job-ro',
+      expectedToken: rec.fencingToken.toString(),
+      reason: 'should not happen',
+    });
+    expect(await codeOf(attempt)).toBe('FORBIDDEN');
+    expect((await backend.admin.get('job-ro'))?.ended).toBeNull();
+  });
+
+  it('a read-only console makes every connection read-only', async () => {
+    const readOnly = createConsoleService({
+      readOnly: true,
+      openBackend: sharedOpener(backend),
+      connections: [{ name: 'rw-profile', url: 'pglite://memory', readOnly: false }],
+    });
+    try {
+      const id = readOnly.connections()[0]!.id;
+      await readOnly.waitLive(id);
+      expect(readOnly.connections()[0]!.readOnly).toBe(true);
+      expect((await readOnly.call('console.info', {})).readOnly).toBe(true);
+      const rec = await backend.acquire('job-ro2', 'worker-1', 60_000);
+      const attempt = readOnly.call('lease.forceRelease', {
+        connectionId: id,
+        workId: 'job-ro2',
+        expectedToken: rec.fencingToken.toString(),
+        reason: 'no',
+      });
+      expect(await codeOf(attempt)).toBe('FORBIDDEN');
+    } finally {
+      await readOnly.close();
+    }
+  });
+
+  it('refuses bad params and unknown connections with stable codes', async () => {
+    expect(await codeOf(service.call('fleet.snapshot', { connectionId: 'nope' }))).toBe('NOT_FOUND');
+    expect(
+      await codeOf(
+        service.call('lease.forceRelease', {
+          connectionId: rw,
+          workId: 'job-a',
+          expectedToken: '1',
+          reason: '  ',
+        }),
+      ),
+    ).toBe('INVALID_ARGUMENT');
+  });
+});
+
+describe('console service on PostgreSQL', () => {
+  const ns = uniqueNamespace('console');
+  const target = { kind: 'postgres' as const, url: PG_URL };
+  let backend: LeaseBackend;
+
+  beforeAll(async () => {
+    backend = await openBackend(PG_URL, { schema: ns });
+  });
+  afterAll(async () => {
+    await backend?.close();
+    await dropNamespace(target, ns);
+  });
+
+  it('never migrates: a missing schema is a SCHEMA_MISMATCH in the connection error', async () => {
+    const missing = uniqueNamespace('absent');
+    const service = createConsoleService({
+      connections: [{ name: 'pg', url: `${PG_URL}?schema=${missing}` }],
+    });
+    try {
+      const conn = await until('error state', () => {
+        const c = service.connections()[0]!;
+        return c.state === 'error' ? c : null;
+      });
+      expect(conn.error?.code).toBe('SCHEMA_MISMATCH');
+      expect(conn.error?.message).toMatch(/schema/i);
+      const client = new pg.Client({ connectionString: PG_URL });
+      await client.connect();
+      try {
+        const res = await client.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [missing]);
+        expect(res.rowCount).toBe(0);
+      } finally {
+        await client.end();
+      }
+      expect(await codeOf(service.call('lease.get', { connectionId: conn.id, workId: 'x' }))).toBe(
+        'SCHEMA_MISMATCH',
+      );
+    } finally {
+      await service.close();
+    }
+  });
+
+  it('derives statuses by the server clock even when the local clock is 5 minutes off', async () => {
+    const skew = 5 * 60_000;
+    const service = createConsoleService({
+      now: () => Date.now() + skew,
+      connections: [{ name: 'pg', url: `${PG_URL}?schema=${ns}` }],
+    });
+    try {
+      const id = service.connections()[0]!.id;
+      await backend.acquire('skew-live', 'w', 120_000);
+      const gone = await backend.acquire('skew-gone', 'w', 60_000);
+      await backend.release(gone);
+      const info = await service.waitLive(id);
+      expect(Math.abs(info.clockOffsetMs + skew)).toBeLessThan(2_000);
+      await service.model(id)!.caughtUp();
+      const { counts } = await call(service, 'fleet.counts', { connectionId: id });
+      // With the raw local clock the live lease (2 min left) would look expired.
+      expect(counts.byStatus.live).toBe(1);
+      expect(counts.byStatus.released).toBe(1);
+      expect(counts.byStatus.expired).toBe(0);
+      const snap = await call(service, 'fleet.snapshot', { connectionId: id });
+      expect(Math.abs(snap.serverTime - Date.now())).toBeLessThan(2_000);
+    } finally {
+      await service.close();
+    }
+  });
+});

@@ -1,0 +1,251 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import {
+  type ConsoleEvent,
+  ConsoleEventSchema,
+  type ConsoleService,
+  createConsoleService,
+} from '../../src/console/index.ts';
+import { type LeaseBackend, openBackend } from '../../src/index.ts';
+import { startWebServer, type WebServer } from '../../src/server/index.ts';
+import { sharedOpener, until } from '../console/helpers.ts';
+
+const TOKEN = 'test-token-0123456789abcdef';
+
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** Raw HTTP (fetch would normalise `..` out of the path before sending it). */
+function raw(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string | Buffer,
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method, path, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString(),
+        }),
+      );
+    });
+    req.on('error', reject);
+    if (body !== undefined) req.write(body);
+    req.end();
+  });
+}
+
+describe('web server', () => {
+  let backend: LeaseBackend;
+  let service: ConsoleService;
+  let server: WebServer;
+  let readOnlyServer: WebServer;
+  let rw: string;
+  let ro: string;
+  let staticDir: string;
+  let outside: string;
+
+  const api = (body: unknown, headers: Record<string, string> = {}): Promise<Reply> =>
+    raw(
+      server.port,
+      'POST',
+      '/api/call',
+      { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}`, ...headers },
+      typeof body === 'string' ? body : JSON.stringify(body),
+    );
+
+  beforeAll(async () => {
+    backend = await openBackend('pglite://memory');
+    service = createConsoleService({
+      openBackend: sharedOpener(backend),
+      connections: [
+        { name: 'demo', url: 'pglite://memory' },
+        { name: 'demo-ro', url: 'pglite://memory', readOnly: true },
+      ],
+      feed: { pollMaxMs: 200 },
+    });
+    rw = service.connections()[0]!.id;
+    ro = service.connections()[1]!.id;
+    await service.waitLive(rw);
+    await service.waitLive(ro);
+    const base = mkdtempSync(join(tmpdir(), 'wl-static-'));
+    staticDir = join(base, 'renderer');
+    outside = join(base, 'secret.txt');
+    mkdirSync(join(staticDir, 'assets'), { recursive: true });
+    writeFileSync(join(staticDir, 'index.html'), '<!doctype html><title>console</title>');
+    writeFileSync(join(staticDir, 'assets', 'app.js'), 'console.log(1)');
+    writeFileSync(outside, 'TOP SECRET');
+    symlinkSync(outside, join(staticDir, 'assets', 'link.txt'));
+    server = await startWebServer({ service, port: 0, token: TOKEN, staticDir });
+    readOnlyServer = await startWebServer({ service, port: 0, token: TOKEN, staticDir, readOnly: true });
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await readOnlyServer?.close();
+    await service?.close();
+    await backend?.close();
+    if (staticDir) rmSync(join(staticDir, '..'), { recursive: true, force: true });
+  });
+
+  it('prints a URL with the real port and the token', () => {
+    expect(server.url).toBe(`http://127.0.0.1:${server.port}/?token=${TOKEN}`);
+  });
+
+  it('answers a call with a valid token', async () => {
+    const res = await api({ method: 'connections.list', params: {} });
+    expect(res.status).toBe(200);
+    const body = JSON.parse(res.body);
+    expect(body.ok).toBe(true);
+    expect(body.result).toHaveLength(2);
+  });
+
+  it('refuses a missing or wrong token with 401 and a foreign origin with 403', async () => {
+    const none = await raw(server.port, 'POST', '/api/call', { 'content-type': 'application/json' }, '{}');
+    expect(none.status).toBe(401);
+    expect(JSON.parse(none.body).ok).toBe(false);
+    const wrong = await api(
+      { method: 'connections.list', params: {} },
+      { authorization: 'Bearer nope-nope-nope' },
+    );
+    expect(wrong.status).toBe(401);
+    const cross = await api({ method: 'connections.list', params: {} }, { origin: 'http://evil.example' });
+    expect(cross.status).toBe(403);
+    const same = await api({ method: 'connections.list', params: {} }, { origin: server.origin });
+    expect(same.status).toBe(200);
+  });
+
+  it('answers malformed JSON, unknown methods and bad params with 400 and keeps running', async () => {
+    const bad = await api('{"method": ');
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.body).error).toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/JSON/),
+    });
+    const unknown = await api({ method: 'fleet.drop', params: {} });
+    expect(unknown.status).toBe(400);
+    expect(JSON.parse(unknown.body).error.message).toMatch(/unknown method/);
+    const params = await api({ method: 'fleet.snapshot', params: { connectionId: 5 } });
+    expect(params.status).toBe(400);
+    expect(JSON.parse(params.body).error.message).toMatch(/connectionId/);
+    const envelope = await api({ params: {} });
+    expect(envelope.status).toBe(400);
+    const big = await api({ method: 'connections.list', params: { pad: 'x'.repeat(2 * 1024 * 1024) } });
+    expect(big.status).toBe(413);
+    const missing = await api({ method: 'lease.get', params: { connectionId: 'nope', workId: 'x' } });
+    expect(missing.status).toBe(404);
+    const ok = await api({ method: 'console.info', params: {} });
+    expect(ok.status).toBe(200);
+  });
+
+  it('refuses force-release on a read-only connection and on a read-only server with 403', async () => {
+    const rec = await backend.acquire('http-ro', 'w1', 60_000);
+    const params = { workId: 'http-ro', expectedToken: rec.fencingToken.toString(), reason: 'test' };
+    const roConn = await api({ method: 'lease.forceRelease', params: { ...params, connectionId: ro } });
+    expect(roConn.status).toBe(403);
+    expect(JSON.parse(roConn.body).error.code).toBe('FORBIDDEN');
+    const roServer = await raw(
+      readOnlyServer.port,
+      'POST',
+      '/api/call',
+      { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+      JSON.stringify({ method: 'lease.forceRelease', params: { ...params, connectionId: rw } }),
+    );
+    expect(roServer.status).toBe(403);
+    expect((await backend.admin.get('http-ro'))?.ended).toBeNull();
+    const done = await api({ method: 'lease.forceRelease', params: { ...params, connectionId: rw } });
+    expect(done.status).toBe(200);
+    const conflict = await api({ method: 'lease.forceRelease', params: { ...params, connectionId: rw } });
+    expect(conflict.status).toBe(409);
+  });
+
+  it('streams events over WebSocket: connections first, then leases after a write', async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/api/events?token=${TOKEN}`);
+    const events: ConsoleEvent[] = [];
+    ws.on('message', (data) => events.push(ConsoleEventSchema.parse(JSON.parse(String(data)))));
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    try {
+      await until('connections event', () => events.length > 0);
+      expect(events[0]?.type).toBe('connections');
+      await backend.acquire('ws-job', 'w-ws', 60_000);
+      const ev = await until('leases event for ws-job', () =>
+        events.find((e) => e.type === 'leases' && e.upserts.some((r) => r.workId === 'ws-job')),
+      );
+      expect(ev.type === 'leases' && ev.connectionId).toBeTruthy();
+    } finally {
+      ws.close();
+    }
+  });
+
+  it('refuses a WebSocket with a wrong token (401) or a foreign origin (403)', async () => {
+    const status = (url: string, headers: Record<string, string> = {}): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(url, { headers });
+        ws.on('unexpected-response', (_req, res) => {
+          resolve(res.statusCode ?? 0);
+          ws.terminate();
+        });
+        ws.on('open', () => {
+          ws.close();
+          reject(new Error('upgrade should have been refused'));
+        });
+        ws.on('error', () => {});
+      });
+    expect(await status(`ws://127.0.0.1:${server.port}/api/events?token=wrong-wrong-wrong`)).toBe(401);
+    expect(await status(`ws://127.0.0.1:${server.port}/api/events`)).toBe(401);
+    expect(
+      await status(`ws://127.0.0.1:${server.port}/api/events?token=${TOKEN}`, {
+        origin: 'http://evil.example',
+      }),
+    ).toBe(403);
+  });
+
+  it('serves the renderer with a strict CSP and refuses path traversal', async () => {
+    const index = await raw(server.port, 'GET', '/');
+    expect(index.status).toBe(200);
+    expect(index.body).toContain('<title>console</title>');
+    expect(index.headers['content-security-policy']).toContain("default-src 'self'");
+    expect(index.headers['content-security-policy']).toContain(
+      `connect-src 'self' ws://127.0.0.1:${server.port}`,
+    );
+    expect(index.headers['x-content-type-options']).toBe('nosniff');
+    expect(index.headers['referrer-policy']).toBe('no-referrer');
+    const js = await raw(server.port, 'GET', '/assets/app.js');
+    expect(js.status).toBe(200);
+    expect(js.headers['content-type']).toMatch(/javascript/);
+    for (const path of [
+      '/../secret.txt',
+      '/assets/../../secret.txt',
+      '/%2e%2e/secret.txt',
+      '/..%2fsecret.txt',
+      '/assets/link.txt',
+      '/assets/%5c..%5c..%5csecret.txt',
+    ]) {
+      const res = await raw(server.port, 'GET', path);
+      expect(res.status, path).toBeGreaterThanOrEqual(400);
+      expect(res.body, path).not.toContain('TOP SECRET');
+    }
+    const route = await raw(server.port, 'GET', '/leases/some-id');
+    expect(route.status).toBe(200);
+    expect((await raw(server.port, 'GET', '/assets/missing.js')).status).toBe(404);
+    expect((await raw(server.port, 'GET', '/api/other', { authorization: `Bearer ${TOKEN}` })).status).toBe(
+      404,
+    );
+  });
+});
