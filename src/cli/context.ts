@@ -5,7 +5,8 @@
 
 import { userInfo } from 'node:os';
 import { InvalidArgumentError as CommanderArgumentError } from 'commander';
-import { parseBackendUrl } from '../backends/url.ts';
+import { parseBackendUrl, redactUrl } from '../backends/url.ts';
+import { splitConsoleUrl } from '../console/service.ts';
 import { openBackend } from '../index.ts';
 import { InvalidArgumentError } from '../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../lease/types.ts';
@@ -42,6 +43,24 @@ export function openOptions(globals: GlobalOptions, migrate: boolean): OpenOptio
 }
 
 /**
+ * Opens a backend for the CLI. Like console profiles, the URL may carry
+ * `?schema=` / `?keyPrefix=`; `--schema` / `--key-prefix` win over them.
+ */
+export async function openCli(
+  rawUrl: string,
+  globals: GlobalOptions,
+  migrate: boolean,
+): Promise<LeaseBackend> {
+  let split: { url: string; options: OpenOptions };
+  try {
+    split = splitConsoleUrl(rawUrl);
+  } catch {
+    throw new InvalidArgumentError(`malformed query string in backend URL '${redactUrl(rawUrl)}'`);
+  }
+  return openBackend(split.url, { ...split.options, ...openOptions(globals, migrate) });
+}
+
+/**
  * Opens the backend without migrating (only `migrate` and `demo` create
  * schemas: an inspection tool must not change a production database by
  * accident), runs `fn`, and always closes it.
@@ -52,7 +71,7 @@ export async function withBackend<T>(
   fn: (backend: LeaseBackend) => Promise<T>,
   migrate = false,
 ): Promise<T> {
-  const backend = await openBackend(url, openOptions(globals, migrate));
+  const backend = await openCli(url, globals, migrate);
   try {
     return await fn(backend);
   } finally {

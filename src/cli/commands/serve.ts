@@ -10,11 +10,10 @@ import { randomBytes } from 'node:crypto';
 import { parseBackendUrl, redactUrl } from '../../backends/url.ts';
 import { type ConnectionInput, createConsoleService } from '../../console/service.ts';
 import { startDemoFleet } from '../../demo/fleet.ts';
-import { openBackend } from '../../index.ts';
 import { InvalidArgumentError } from '../../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
 import { startWebServer } from '../../server/index.ts';
-import { type GlobalOptions, openOptions, out, resolveUrl, warn } from '../context.ts';
+import { type GlobalOptions, openCli, openOptions, out, resolveUrl, warn } from '../context.ts';
 
 export interface ServeOptions {
   connect?: string[];
@@ -124,7 +123,7 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
   const url = resolveUrl(options.backend);
   const token = options.serve ? resolveToken(options.token) : '';
   if (options.serve) checkHost(options.host);
-  const backend = await openBackend(url, openOptions(globals, true));
+  const backend = await openCli(url, globals, true);
   const fleet = startDemoFleet(backend, {
     workers: options.workers,
     items: options.items,

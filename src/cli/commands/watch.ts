@@ -7,10 +7,9 @@
  * retried; only the first connection failure ends the command.
  */
 
-import { openBackend } from '../../index.ts';
 import { hasCode, InvalidArgumentError } from '../../lease/errors.ts';
 import type { ChangeKind, LeaseChange } from '../../lease/types.ts';
-import { type GlobalOptions, openOptions, out, resolveUrl, warn } from '../context.ts';
+import { type GlobalOptions, openCli, out, resolveUrl, warn } from '../context.ts';
 import { describeFailure } from '../errors.ts';
 
 const KINDS: ChangeKind[] = ['acquired', 'renewed', 'checkpointed', 'released', 'force-released', 'pruned'];
@@ -33,7 +32,7 @@ export async function watchCommand(
   const kinds = parseKinds(options.kind);
   const minIntervalMs = 50;
   const maxIntervalMs = Math.max(minIntervalMs, options.maxInterval ?? 1000);
-  const backend = await openBackend(url, openOptions(globals, false));
+  const backend = await openCli(url, globals, false);
   const stop = new AbortController();
   const onSignal = (): void => stop.abort();
   process.once('SIGINT', onSignal);
