@@ -15,7 +15,8 @@
  *   a cluster. Apply them by (token, version).
  * - `audit` without a work id merges the buckets' audit streams by time.
  */
-import type { Cluster, Redis } from 'ioredis';
+import { createHash } from 'node:crypto';
+import { Command, type Redis } from 'ioredis';
 import {
   BackendUnavailableError,
   ConflictError,
@@ -54,15 +55,66 @@ import {
   LAYOUT_VERSION,
   Layout,
 } from './layout.ts';
-import { SCRIPTS, type ScriptName } from './scripts.ts';
+import type { ScriptDef } from './scripts.ts';
+import * as lua from './scripts.ts';
 
 export { parseRedisUrl } from './connection.ts';
 export { Layout } from './layout.ts';
 
 type Arg = string | Buffer | number;
-type ScriptFn = (...args: Arg[]) => Promise<unknown>;
-/** The commands `defineCommand` adds: `name` (string replies) and `nameBuffer` (Buffer replies). */
-type ScriptClient = { [K in ScriptName | `${ScriptName}Buffer`]: ScriptFn };
+
+interface Script extends ScriptDef {
+  sha: string;
+}
+function script(def: ScriptDef): Script {
+  return { ...def, sha: createHash('sha1').update(def.lua).digest('hex') };
+}
+const S = {
+  acquire: script(lua.acquire),
+  renew: script(lua.renew),
+  checkpoint: script(lua.checkpoint),
+  release: script(lua.release),
+  forceRelease: script(lua.forceRelease),
+  readState: script(lua.readState),
+  prune: script(lua.prune),
+  listScan: script(lua.listScan),
+  changesRead: script(lua.changesRead),
+  streamHead: script(lua.streamHead),
+  migrate: script(lua.migrate),
+};
+
+/**
+ * A command that knows whether it was ever handed to a socket. A call that
+ * failed before that provably never reached the server, so sending it again
+ * is not a second attempt; one that was written may have run, so it is never
+ * re-sent (connection.ts). A command whose caller already gave up (timed out)
+ * while it sat in a node's queue is written as a PING instead, so it can never
+ * be applied late.
+ */
+class TrackedCommand extends Command {
+  written = false;
+  settled = false;
+
+  constructor(name: string, args: Arg[], buffers: boolean) {
+    super(name, args, buffers ? {} : { replyEncoding: 'utf8' });
+    this.promise.then(
+      () => {
+        this.settled = true;
+      },
+      () => {
+        this.settled = true;
+      },
+    );
+  }
+
+  override toWritable(socket: object): string | Buffer {
+    if (this.settled) return '*1\r\n$4\r\nPING\r\n';
+    this.written = true;
+    return super.toWritable(socket);
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 type Nullable = string | null;
 const KINDS = new Set<string>([
@@ -104,41 +156,104 @@ function parseInfo(workId: string, f: readonly unknown[] | null | undefined): Le
   };
 }
 
+function fieldMap(fields: readonly string[]): Map<string, string> {
+  const m = new Map<string, string>();
+  for (let i = 0; i + 1 < fields.length; i += 2) m.set(fields[i]!, fields[i + 1]!);
+  return m;
+}
+
 const iso = (ms: unknown): string => new Date(Number(ms)).toISOString();
 
 class RedisDriver implements LeaseDriver {
   readonly kind: 'redis' | 'redis-cluster';
   readonly url: string;
-  private readonly scripts: ScriptClient;
   private readyWait: Promise<void> | null = null;
+
+  /** Set by {@link checkLayout} from the prefix's meta key, before the first lease call. */
+  layout: Layout;
 
   constructor(
     private readonly client: RedisClient,
-    readonly layout: Layout,
     target: RedisTarget,
+    private readonly prefix: string,
     private readonly callTimeoutMs: number,
   ) {
+    this.layout = new Layout(prefix, DEFAULT_BUCKETS);
     this.kind = target.kind;
     this.url = target.redacted;
-    this.scripts = client as unknown as ScriptClient;
+  }
+
+  /** Checks (and with `migrate`, creates) `<prefix>:meta` and adopts the prefix's bucket count. */
+  async checkLayout(migrate: boolean): Promise<void> {
+    const meta = this.layout.meta;
+    const [layout, buckets] = migrate
+      ? await this.run<Nullable[]>('migrate', S.migrate, [meta, LAYOUT_VERSION, DEFAULT_BUCKETS])
+      : await this.send<Nullable[]>('open', 'hmget', [meta, 'layout', 'buckets']);
+    const where = `key prefix '${this.prefix}' on ${this.url}`;
+    if (layout === null || layout === undefined) {
+      throw new SchemaMismatchError(
+        `no worklease data under ${where}: run \`worklease migrate ${this.url}\` (with this key prefix) first`,
+        { details: { keyPrefix: this.prefix, found: null, expected: LAYOUT_VERSION } },
+      );
+    }
+    const n = Number(buckets);
+    if (layout !== String(LAYOUT_VERSION) || !Number.isInteger(n) || n < 1 || n > 16384) {
+      throw new SchemaMismatchError(
+        `${where} holds data layout ${layout} with ${String(buckets)} buckets; this version of worklease reads layout ${LAYOUT_VERSION}`,
+        { details: { keyPrefix: this.prefix, found: layout, expected: LAYOUT_VERSION } },
+      );
+    }
+    this.layout = new Layout(this.prefix, n);
+  }
+
+  /** True when a command sent now is written to a live socket at once (not queued, not rejected). */
+  private connected(): boolean {
+    if (this.client.status !== 'ready') return false;
+    if (this.kind === 'redis-cluster') return true;
+    return (this.client as Redis).stream?.writable === true;
   }
 
   /**
-   * Runs one call: waits (bounded) for a ready connection instead of letting
-   * ioredis queue the call, then sends it exactly once. See connection.ts.
+   * Sends one command and returns its reply. It waits (bounded by callTimeoutMs) for a connected
+   * socket instead of letting ioredis queue the call, and sends again only what provably never
+   * reached the server: a command rejected before it was written, or an EVALSHA answered NOSCRIPT
+   * (then as EVAL, which also loads the script). Anything written is sent at most once.
    */
-  private async run<T>(op: string, fn: (c: ScriptClient) => Promise<T>): Promise<T> {
-    try {
-      if (this.client.status !== 'ready') await this.waitReady(op);
-      return await fn(this.scripts);
-    } catch (err) {
-      throw classifyRedisError(err, op, this.url);
+  private async send<T>(op: string, name: string, args: Arg[], buffers = false): Promise<T> {
+    const deadline = Date.now() + this.callTimeoutMs;
+    let cmdName = name;
+    let cmdArgs = args;
+    for (;;) {
+      if (!this.connected()) await this.waitConnected(op, deadline);
+      const cmd = new TrackedCommand(cmdName, cmdArgs, buffers);
+      cmd.setTimeout(Math.max(1, deadline - Date.now()));
+      try {
+        return (await this.client.sendCommand(cmd)) as T;
+      } catch (err) {
+        const e = classifyRedisError(err, op, this.url);
+        if (cmdName === 'evalsha' && /^NOSCRIPT/.test((err as Error).message ?? '')) {
+          const sc = Object.values(S).find((x) => x.sha === cmdArgs[0]);
+          if (sc !== undefined) {
+            cmdName = 'eval';
+            cmdArgs = [sc.lua, ...cmdArgs.slice(1)];
+            continue;
+          }
+        }
+        if (!cmd.written && e.code === 'BACKEND_UNAVAILABLE' && Date.now() < deadline) {
+          await sleep(Math.min(20, Math.max(0, deadline - Date.now())));
+          continue;
+        }
+        throw e;
+      }
     }
   }
 
-  private async waitReady(op: string): Promise<void> {
-    const deadline = Date.now() + this.callTimeoutMs;
-    while (this.client.status !== 'ready') {
+  private run<T>(op: string, sc: Script, keysAndArgs: Arg[], buffers = false): Promise<T> {
+    return this.send<T>(op, 'evalsha', [sc.sha, sc.numberOfKeys, ...keysAndArgs], buffers);
+  }
+
+  private async waitConnected(op: string, deadline: number): Promise<void> {
+    while (!this.connected()) {
       const status = this.client.status;
       if (status === 'end' || status === 'wait') {
         throw new BackendUnavailableError(
@@ -160,19 +275,15 @@ class RedisDriver implements LeaseDriver {
         });
       }
       let timer: NodeJS.Timeout | undefined;
+      // 'ready' after a reconnect; the short poll covers a socket that is closing while still 'ready'.
       await Promise.race([
         this.readyWait,
         new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, left);
+          timer = setTimeout(resolve, Math.min(left, 50));
         }),
       ]);
       clearTimeout(timer);
     }
-  }
-
-  private leaseKeys(workId: string): { b: number; key: string } {
-    const b = this.layout.bucketOf(workId);
-    return { b, key: this.layout.leaseKey(b, workId) };
   }
 
   private fenced(record: LeaseRecord, stored: unknown): FencedError {
@@ -220,10 +331,18 @@ class RedisDriver implements LeaseDriver {
     stepId: string | null,
   ): Promise<LeaseRecord> {
     const L = this.layout;
-    const { b, key } = this.leaseKeys(workId);
-    const reply = (await this.run('acquire', (c) =>
-      c.wlAcquire(key, L.tok[b]!, L.ids[b]!, L.exp[b]!, L.chg[b]!, workId, holderId, ttlMs, stepId ?? ''),
-    )) as unknown[];
+    const b = L.bucketOf(workId);
+    const reply = await this.run<unknown[]>('acquire', S.acquire, [
+      L.leaseKey(b, workId),
+      L.tok[b]!,
+      L.ids[b]!,
+      L.exp[b]!,
+      L.chg[b]!,
+      workId,
+      holderId,
+      ttlMs,
+      stepId ?? '',
+    ]);
     if (reply[0] === 'OK') {
       return {
         workId,
@@ -242,24 +361,33 @@ class RedisDriver implements LeaseDriver {
     throw new InternalError(`unexpected reply from the Redis acquire script: ${String(reply[0])}`);
   }
 
-  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void> {
+  /** renew, checkpoint and release share keys (lease, exp, chg) and the first two arguments. */
+  private guardedArgs(record: LeaseRecord): Arg[] {
     const L = this.layout;
-    const { b, key } = this.leaseKeys(record.workId);
+    const b = L.bucketOf(record.workId);
+    return [
+      L.leaseKey(b, record.workId),
+      L.exp[b]!,
+      L.chg[b]!,
+      record.workId,
+      record.fencingToken.toString(),
+    ];
+  }
+
+  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void> {
     const bytes = Buffer.isBuffer(state)
       ? state
       : Buffer.from(state.buffer, state.byteOffset, state.byteLength);
-    const reply = (await this.run('checkpoint', (c) =>
-      c.wlCheckpoint(key, L.exp[b]!, L.chg[b]!, record.workId, record.fencingToken.toString(), ttlMs, bytes),
-    )) as unknown[];
+    const reply = await this.run<unknown[]>('checkpoint', S.checkpoint, [
+      ...this.guardedArgs(record),
+      ttlMs,
+      bytes,
+    ]);
     this.guarded(record, reply);
   }
 
   async renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord> {
-    const L = this.layout;
-    const { b, key } = this.leaseKeys(record.workId);
-    const reply = (await this.run('renew', (c) =>
-      c.wlRenew(key, L.exp[b]!, L.chg[b]!, record.workId, record.fencingToken.toString(), ttlMs),
-    )) as unknown[];
+    const reply = await this.run<unknown[]>('renew', S.renew, [...this.guardedArgs(record), ttlMs]);
     const expiresAt = this.guarded(record, reply);
     return {
       workId: record.workId,
@@ -270,19 +398,18 @@ class RedisDriver implements LeaseDriver {
   }
 
   async release(record: LeaseRecord): Promise<void> {
-    const L = this.layout;
-    const { b, key } = this.leaseKeys(record.workId);
-    const reply = (await this.run('release', (c) =>
-      c.wlRelease(key, L.exp[b]!, L.chg[b]!, record.workId, record.fencingToken.toString()),
-    )) as unknown[];
+    const reply = await this.run<unknown[]>('release', S.release, this.guardedArgs(record));
     this.guarded(record, reply);
   }
 
   /** One HMGET: a single command is atomic, so token, state and clean come from one consistent lease. */
   async readCheckpoint(record: LeaseRecord): Promise<CheckpointRead> {
-    const { key } = this.leaseKeys(record.workId);
-    const [token, state, clean] = await this.run('readCheckpoint', (c) =>
-      (c as unknown as Redis).hmgetBuffer(key, 'token', 'state', 'clean'),
+    const key = this.layout.leaseKey(this.layout.bucketOf(record.workId), record.workId);
+    const [token, state, clean] = await this.send<Array<Buffer | null>>(
+      'readCheckpoint',
+      'hmget',
+      [key, 'token', 'state', 'clean'],
+      true,
     );
     if (
       token === null ||
@@ -295,63 +422,81 @@ class RedisDriver implements LeaseDriver {
   }
 
   async get(workId: string): Promise<LeaseInfo | null> {
-    const { key } = this.leaseKeys(workId);
-    const f = await this.run('get', (c) => (c as unknown as Redis).hmget(key, ...INFO_FIELDS));
+    const key = this.layout.leaseKey(this.layout.bucketOf(workId), workId);
+    const f = await this.send<Nullable[]>('get', 'hmget', [key, ...INFO_FIELDS]);
     return parseInfo(workId, f);
   }
 
+  /**
+   * Pages in work id order (bytewise UTF-8, i.e. code point order) across buckets. Each round asks
+   * every bucket, in parallel, for its next few matching leases after the cursor; a bucket that was
+   * not read to its end has examined its ids only up to the last one it scanned, so only leases up
+   * to the smallest such "frontier" are known to be complete and may be returned. The cursor is the
+   * last work id returned (or the frontier), so an item that exists for the whole walk is returned
+   * exactly once, whatever is written meanwhile.
+   */
   async list(options: DriverListOptions): Promise<LeasePage> {
     const L = this.layout;
-    const start =
-      options.cursor === null ? { bucket: 0, after: null } : decodeListCursor(options.cursor, L.buckets);
-    const prefix =
-      options.workIdPrefix === undefined || options.workIdPrefix === '' ? null : options.workIdPrefix;
-    const prefixBytes = prefix === null ? null : Buffer.from(prefix, 'utf8');
+    let after = options.cursor === null ? null : decodeListCursor(options.cursor);
+    const prefixBytes =
+      options.workIdPrefix === undefined || options.workIdPrefix === ''
+        ? null
+        : Buffer.from(options.workIdPrefix, 'utf8');
     // Every UTF-8 string that starts with the prefix sorts before prefix + 0xFF (never a UTF-8 byte).
     const max: Arg =
       prefixBytes === null ? '+' : Buffer.concat([Buffer.from('['), prefixBytes, Buffer.from([0xff])]);
     const items: LeaseInfo[] = [];
-    let bucket = start.bucket;
-    let after = start.after;
-    while (bucket < L.buckets) {
-      let min: Arg;
-      if (
-        after !== null &&
-        (prefixBytes === null || Buffer.compare(Buffer.from(after, 'utf8'), prefixBytes) >= 0)
-      ) {
-        min = Buffer.concat([Buffer.from('('), Buffer.from(after, 'utf8')]);
-      } else {
-        min = prefixBytes === null ? '-' : Buffer.concat([Buffer.from('['), prefixBytes]);
-      }
+    for (let round = 0; round < 16; round++) {
+      const afterBytes = after === null ? null : Buffer.from(after, 'utf8');
+      const min: Arg =
+        afterBytes !== null && (prefixBytes === null || Buffer.compare(afterBytes, prefixBytes) >= 0)
+          ? Buffer.concat([Buffer.from('('), afterBytes])
+          : prefixBytes === null
+            ? '-'
+            : Buffer.concat([Buffer.from('['), prefixBytes]);
       const want = options.limit - items.length;
-      const b = bucket;
-      const [done, last, rows] = (await this.run('list', (c) =>
-        c.wlListScan(
-          L.ids[b]!,
-          L.leasePrefixes[b]!,
-          min,
-          max,
-          want,
-          options.holderId ?? '',
-          Math.max(want, 1000),
+      // About this bucket's share of the page, with slack for uneven buckets.
+      const perBucket = Math.min(want, Math.ceil(want / L.buckets) + 8);
+      const replies = await Promise.all(
+        L.ids.map((idsKey, b) =>
+          this.run<[number, Nullable, Array<[string, Nullable[]]>]>('list', S.listScan, [
+            idsKey,
+            L.leasePrefixes[b]!,
+            min,
+            max,
+            perBucket,
+            options.holderId ?? '',
+            Math.max(perBucket, 500),
+          ]),
         ),
-      )) as [number, Nullable, Array<[string, Nullable[]]>];
-      for (const [workId, f] of rows) {
-        const info = parseInfo(workId, f);
+      );
+      let frontier: Buffer | null = null;
+      for (const [done, last] of replies) {
+        if (done === 1 || last === null) continue;
+        const lastBytes = Buffer.from(last, 'utf8');
+        if (frontier === null || Buffer.compare(lastBytes, frontier) < 0) frontier = lastBytes;
+      }
+      const rows: Array<{ key: Buffer; workId: string; f: Nullable[] }> = [];
+      for (const [, , found] of replies) {
+        for (const [workId, f] of found) {
+          const key = Buffer.from(workId, 'utf8');
+          if (frontier === null || Buffer.compare(key, frontier) <= 0) rows.push({ key, workId, f });
+        }
+      }
+      rows.sort((x, y) => Buffer.compare(x.key, y.key));
+      for (const row of rows.slice(0, want)) {
+        const info = parseInfo(row.workId, row.f);
         if (info !== null) items.push(info);
       }
-      if (done === 1) {
-        bucket++;
-        after = null;
-        if (items.length >= options.limit) {
-          return { items, nextCursor: bucket < L.buckets ? encodeListCursor({ bucket, after: null }) : null };
-        }
-      } else {
-        if (last !== null) after = last;
-        if (items.length >= options.limit) return { items, nextCursor: encodeListCursor({ bucket, after }) };
+      if (rows.length >= want) {
+        const last = rows[want - 1]!.workId;
+        const more = frontier !== null || rows.length > want;
+        return { items, nextCursor: more ? encodeListCursor(last) : null };
       }
+      if (frontier === null) return { items, nextCursor: null };
+      after = frontier.toString('utf8');
     }
-    return { items, nextCursor: null };
+    return { items, nextCursor: after === null ? null : encodeListCursor(after) };
   }
 
   async forceRelease(
@@ -361,20 +506,18 @@ class RedisDriver implements LeaseDriver {
     reason: string,
   ): Promise<LeaseInfo> {
     const L = this.layout;
-    const { b, key } = this.leaseKeys(workId);
-    const reply = (await this.run('forceRelease', (c) =>
-      c.wlForceRelease(
-        key,
-        L.tok[b]!,
-        L.exp[b]!,
-        L.chg[b]!,
-        L.aud[b]!,
-        workId,
-        expectedToken.toString(),
-        operator,
-        reason,
-      ),
-    )) as unknown[];
+    const b = L.bucketOf(workId);
+    const reply = await this.run<unknown[]>('forceRelease', S.forceRelease, [
+      L.leaseKey(b, workId),
+      L.tok[b]!,
+      L.exp[b]!,
+      L.chg[b]!,
+      L.aud[b]!,
+      workId,
+      expectedToken.toString(),
+      operator,
+      reason,
+    ]);
     switch (reply[0]) {
       case 'OK': {
         const info = parseInfo(workId, reply.slice(1));
@@ -402,8 +545,7 @@ class RedisDriver implements LeaseDriver {
     const L = this.layout;
     type Raw = Array<[string, string[]]>;
     const toEntry = (bucket: number, [id, fields]: [string, string[]]): AuditEntry => {
-      const m = new Map<string, string>();
-      for (let i = 0; i + 1 < fields.length; i += 2) m.set(fields[i]!, fields[i + 1]!);
+      const m = fieldMap(fields);
       const at = m.get('at');
       return {
         id: `b${bucket}:${id}`,
@@ -423,9 +565,7 @@ class RedisDriver implements LeaseDriver {
       const out: AuditEntry[] = [];
       let end = '+';
       for (;;) {
-        const page = (await this.run('audit', (c) =>
-          (c as unknown as Redis).xrevrange(L.aud[b]!, end, '-', 'COUNT', 500),
-        )) as Raw;
+        const page = await this.send<Raw>('audit', 'xrevrange', [L.aud[b]!, end, '-', 'COUNT', 500]);
         for (const raw of page) {
           const entry = toEntry(b, raw);
           if (entry.workId === workId) out.push(entry);
@@ -436,13 +576,11 @@ class RedisDriver implements LeaseDriver {
       }
     }
     const pages = await Promise.all(
-      L.aud.map((key) =>
-        this.run('audit', (c) => (c as unknown as Redis).xrevrange(key, '+', '-', 'COUNT', limit)),
-      ),
+      L.aud.map((key) => this.send<Raw>('audit', 'xrevrange', [key, '+', '-', 'COUNT', limit])),
     );
     const all: Array<{ bucket: number; raw: [string, string[]] }> = [];
     pages.forEach((page, bucket) => {
-      for (const raw of page as Raw) all.push({ bucket, raw });
+      for (const raw of page) all.push({ bucket, raw });
     });
     all.sort((x, y) => compareStreamIds(y.raw[0], x.raw[0]) || x.bucket - y.bucket);
     return all.slice(0, limit).map(({ bucket, raw }) => toEntry(bucket, raw));
@@ -453,33 +591,41 @@ class RedisDriver implements LeaseDriver {
     let total = 0;
     // Bucket by bucket, so the total never exceeds `limit`.
     for (let b = 0; b < L.buckets && total < limit; b++) {
-      const n = await this.run('prune', (c) =>
-        c.wlPrune(L.exp[b]!, L.ids[b]!, L.chg[b]!, olderThanMs, limit - total, L.leasePrefixes[b]!),
-      );
+      const n = await this.run<number>('prune', S.prune, [
+        L.exp[b]!,
+        L.ids[b]!,
+        L.chg[b]!,
+        olderThanMs,
+        limit - total,
+        L.leasePrefixes[b]!,
+      ]);
       total += Number(n);
     }
     return total;
   }
 
   async readState(workId: string, offset: number, length: number): Promise<StatePage | null> {
-    const { key } = this.leaseKeys(workId);
-    const reply = (await this.run('readState', (c) => c.wlReadStateBuffer(key, offset, length))) as
-      | [Buffer, number | null, Buffer]
-      | null;
+    const key = this.layout.leaseKey(this.layout.bucketOf(workId), workId);
+    const reply = await this.run<[Buffer, number | null, Buffer] | null>(
+      'readState',
+      S.readState,
+      [key, offset, length],
+      true,
+    );
     if (reply === null) return null;
     const [token, size, bytes] = reply;
     return { fencingToken: BigInt(token.toString('latin1')), size: size ?? null, offset, bytes };
   }
 
   async serverTime(): Promise<Date> {
-    const [s, us] = await this.run('serverTime', (c) => (c as unknown as Redis).time());
+    const [s, us] = await this.send<[string, string]>('serverTime', 'time', []);
     return new Date(Number(s) * 1000 + Math.floor(Number(us) / 1000));
   }
 
   async changeCursor(): Promise<string> {
     const L = this.layout;
     // Buckets live on different masters on a cluster: one call per bucket, all in flight at once.
-    const ids = await Promise.all(L.chg.map((key) => this.run('changeCursor', (c) => c.wlStreamHead(key))));
+    const ids = await Promise.all(L.chg.map((key) => this.run<string>('changeCursor', S.streamHead, [key])));
     return encodeChangeCursor(ids.map(String));
   }
 
@@ -489,30 +635,37 @@ class RedisDriver implements LeaseDriver {
     // Each bucket contributes at most its share, so one batch costs O(limit) however many buckets are busy;
     // the merged batch is cut to `limit` and each bucket's cursor moves only past what was returned.
     const perBucket = Math.max(1, Math.ceil(limit / L.buckets));
-    type Entry = [string, string, string, string, string, Nullable[] | null];
-    const replies = (await Promise.all(
+    const replies = await Promise.all(
       L.chg.map((key, b) =>
-        this.run('changes', (c) => c.wlChangesRead(key, ids[b]!, perBucket, L.leasePrefixes[b]!)),
+        this.run<[number, Array<[string, string[]]>]>('changes', S.changesRead, [key, ids[b]!, perBucket]),
       ),
-    )) as Array<[number, Entry[]]>;
+    );
     if (replies.some(([gap]) => gap === 1)) return { changes: [], cursor, gap: true };
-    const merged: Array<{ bucket: number; e: Entry }> = [];
+    const merged: Array<{ bucket: number; id: string; fields: string[] }> = [];
     replies.forEach(([, entries], bucket) => {
-      for (const e of entries) merged.push({ bucket, e });
+      for (const [id, fields] of entries) merged.push({ bucket, id, fields });
     });
-    merged.sort((x, y) => compareStreamIds(x.e[0], y.e[0]) || x.bucket - y.bucket);
+    merged.sort((x, y) => compareStreamIds(x.id, y.id) || x.bucket - y.bucket);
     const next = [...ids];
     const changes: LeaseChange[] = [];
-    for (const { bucket, e } of merged.slice(0, limit)) {
-      const [streamId, workId, kind, token, version, fields] = e;
-      next[bucket] = streamId;
+    for (const { bucket, id, fields } of merged.slice(0, limit)) {
+      next[bucket] = id;
+      const m = fieldMap(fields);
+      const workId = m.get('workId') ?? '';
+      const kind = m.get('kind') ?? '';
       if (!KINDS.has(kind)) continue;
       changes.push({
         workId,
         kind: kind as ChangeKind,
-        lease: kind === 'pruned' ? null : parseInfo(workId, fields),
-        fencingToken: BigInt(token),
-        version: BigInt(version),
+        lease:
+          kind === 'pruned'
+            ? null
+            : parseInfo(
+                workId,
+                INFO_FIELDS.map((f) => m.get(f) ?? null),
+              ),
+        fencingToken: BigInt(m.get('token') ?? '0'),
+        version: BigInt(m.get('version') ?? '0'),
       });
     }
     return { changes, cursor: encodeChangeCursor(next), gap: false };
@@ -552,39 +705,6 @@ async function connect(client: RedisClient, target: RedisTarget, timeoutMs: numb
 }
 
 /** Checks (and with `migrate`, creates) `<prefix>:meta`; returns the prefix's bucket count. */
-async function checkLayout(
-  client: RedisClient,
-  layoutMeta: string,
-  target: RedisTarget,
-  prefix: string,
-  migrate: boolean,
-): Promise<number> {
-  const [layout, buckets] = migrate
-    ? ((await (client as unknown as ScriptClient).wlMigrate(
-        layoutMeta,
-        LAYOUT_VERSION,
-        DEFAULT_BUCKETS,
-      )) as Nullable[])
-    : await (client as Redis | Cluster).hmget(layoutMeta, 'layout', 'buckets');
-  const hint = `run \`worklease migrate ${target.redacted}\` (key prefix '${prefix}')`;
-  if (layout === null || layout === undefined) {
-    throw new SchemaMismatchError(
-      `no worklease data layout under key prefix '${prefix}' on ${target.redacted}: ${hint}`,
-      {
-        details: { keyPrefix: prefix, found: null, expected: LAYOUT_VERSION },
-      },
-    );
-  }
-  const n = Number(buckets);
-  if (layout !== String(LAYOUT_VERSION) || !Number.isInteger(n) || n < 1 || n > 16384) {
-    throw new SchemaMismatchError(
-      `key prefix '${prefix}' on ${target.redacted} holds data layout ${layout} (buckets ${String(buckets)}); this version of worklease reads layout ${LAYOUT_VERSION}`,
-      { details: { keyPrefix: prefix, found: layout, expected: LAYOUT_VERSION } },
-    );
-  }
-  return n;
-}
-
 /**
  * Opens a Redis or Redis Cluster lease backend. With `migrate` (default) the
  * prefix's meta key is created if missing; without it a missing or different
@@ -596,16 +716,13 @@ export async function openRedis(url: string, options: OpenOptions = {}): Promise
   const client = createClient(target, o);
   // Failures reach callers through the calls; an unhandled 'error' event would crash the process.
   client.on('error', () => {});
-  for (const [name, def] of Object.entries(SCRIPTS)) client.defineCommand(name, def);
-  const meta = `${o.keyPrefix}:meta`;
-  let buckets: number;
+  const driver = new RedisDriver(client, target, o.keyPrefix, o.callTimeoutMs);
   try {
     await connect(client, target, o.callTimeoutMs);
-    buckets = await checkLayout(client, meta, target, o.keyPrefix, o.migrate);
+    await driver.checkLayout(o.migrate);
   } catch (err) {
     client.disconnect();
     throw classifyRedisError(err, 'open', target.redacted);
   }
-  const driver = new RedisDriver(client, new Layout(o.keyPrefix, buckets), target, o.callTimeoutMs);
   return createBackend(driver, o.maxStateBytes);
 }

@@ -156,26 +156,17 @@ export function decodeChangeCursor(cursor: string, buckets: number): string[] {
   return ids;
 }
 
-export interface ListCursor {
-  bucket: number;
-  /** The last work id returned in that bucket; null to start the bucket from its beginning. */
-  after: string | null;
+/** The list cursor: the last work id a page returned (or every bucket examined up to). */
+export function encodeListCursor(after: string): string {
+  return `rl2.${Buffer.from(after, 'utf8').toString('base64url')}`;
 }
 
-export function encodeListCursor(c: ListCursor): string {
-  return c.after === null
-    ? `rl1.${c.bucket}`
-    : `rl1.${c.bucket}.${Buffer.from(c.after, 'utf8').toString('base64url')}`;
-}
-
-export function decodeListCursor(cursor: string, buckets: number): ListCursor {
-  const m = /^rl1\.(\d{1,5})(?:\.([A-Za-z0-9_-]+))?$/.exec(cursor);
-  const bucket = m === null ? Number.NaN : Number(m[1]);
-  if (m === null || !(bucket < buckets)) {
+export function decodeListCursor(cursor: string): string {
+  const m = /^rl2\.([A-Za-z0-9_-]+)$/.exec(cursor);
+  if (m === null || m[1] === undefined) {
     throw new InvalidArgumentError('options.cursor is not a list cursor of this Redis backend');
   }
-  const after = m[2] === undefined ? null : Buffer.from(m[2], 'base64url').toString('utf8');
-  return { bucket, after };
+  return Buffer.from(m[1], 'base64url').toString('utf8');
 }
 
 /** Compares two stream ids (`ms-seq`) numerically. */

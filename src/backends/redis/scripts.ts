@@ -18,10 +18,10 @@
  * each script. Lua numbers become integer replies; tokens and versions are
  * exact up to 2^53.
  *
- * Every write bumps the lease's `version` and appends one entry
- * `workId kind token version` to the bucket's change stream (`XADD … MAXLEN ~`)
- * in the same script, so the change feed never misses a write and never shows
- * one that did not happen.
+ * Every write bumps the lease's `version` and appends one entry (workId, kind
+ * and the lease after the write, without state bytes) to the bucket's change
+ * stream (`XADD … MAXLEN ~`) in the same script, so the change feed never
+ * misses a write and never shows one that did not happen.
  *
  * Idempotence (what happens if a script ran but its reply was lost, and the
  * caller sends the call again): acquire → `HELD` (the first one took it),
@@ -33,27 +33,34 @@
 import { INFO_FIELDS, STREAM_MAXLEN } from './layout.ts';
 
 const INFO = INFO_FIELDS.map((f) => `'${f}'`).join(', ');
+/** `v[1], v[2], …` — a lease's INFO_FIELDS values held in the Lua table `v`, in order. */
+const VALUES = INFO_FIELDS.map((_, i) => `v[${i + 1}]`).join(', ');
+const FIELD_VALUES = INFO_FIELDS.map((f, i) => `'${f}', v[${i + 1}]`).join(', ');
 
 const NOW = `
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)`;
 
-/** Token check and liveness check shared by renew, checkpoint and release. ARGV[2] is the record's token. */
-const GUARD = `
-local cur = redis.call('HMGET', KEYS[1], 'token', 'expires_at', 'version')
-if cur[1] ~= ARGV[2] then return {'FENCED', cur[1]} end
-${NOW}
-if tonumber(cur[2]) <= now then return {'EXPIRED', cur[2]} end
-local version = cur[3] + 1`;
+/**
+ * `emit(stream, workId, kind, v)` appends one change with the lease as it is after the write (all
+ * INFO_FIELDS, never the state bytes), so a consumer sees every version, not only the latest.
+ */
+const EMIT = `
+local function emit(stream, workId, kind, v)
+  redis.call('XADD', stream, 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', workId, 'kind', kind, ${FIELD_VALUES})
+end`;
 
-const xaddChange = (
-  streamKey: string,
-  workId: string,
-  kind: string,
-  token: string,
-  version: string,
-): string =>
-  `redis.call('XADD', ${streamKey}, 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', ${workId}, 'kind', ${kind}, 'token', ${token}, 'version', ${version})`;
+/**
+ * Token check and liveness check shared by renew, checkpoint and release. ARGV[2] is the record's
+ * token. Leaves the lease's INFO_FIELDS in `v` (missing ones as '') with the version already bumped.
+ */
+const GUARD = `${EMIT}
+local v = redis.call('HMGET', KEYS[1], ${INFO})
+if v[2] ~= ARGV[2] then return {'FENCED', v[2]} end
+${NOW}
+if tonumber(v[3]) <= now then return {'EXPIRED', v[3]} end
+for i = 1, ${INFO_FIELDS.length} do if not v[i] then v[i] = '' end end
+v[14] = v[14] + 1`;
 
 export interface ScriptDef {
   numberOfKeys: number;
@@ -69,15 +76,15 @@ export interface ScriptDef {
  */
 export const acquire: ScriptDef = {
   numberOfKeys: 5,
-  lua: `
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'token', 'expires_at', 'ended', 'version')
+  lua: `${EMIT}
+local v = redis.call('HMGET', KEYS[1], 'holder', 'token', 'expires_at', 'ended', 'version', 'state_size')
 ${NOW}
-if cur[2] and tonumber(cur[3]) > now then
-  return {'HELD', cur[1], cur[2], cur[3]}
+if v[2] and tonumber(v[3]) > now then
+  return {'HELD', v[1], v[2], v[3]}
 end
 local pred = 'none'
-if cur[2] then
-  if cur[4] == 'released' or cur[4] == 'force-released' then pred = cur[4] else pred = 'expired' end
+if v[2] then
+  if v[4] == 'released' or v[4] == 'force-released' then pred = v[4] else pred = 'expired' end
 else
   redis.call('ZADD', KEYS[3], 0, ARGV[1])
 end
@@ -85,12 +92,10 @@ local clean = 0
 if pred == 'none' or pred == 'released' then clean = 1 end
 local token = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
 local expires = now + ARGV[3]
-local version = (tonumber(cur[5]) or 0) + 1
-redis.call('HSET', KEYS[1], 'holder', ARGV[2], 'token', token, 'expires_at', expires, 'ttl_ms', ARGV[3],
-  'step', ARGV[4], 'acquired_at', now, 'renewed_at', '', 'checkpointed_at', '', 'released_at', '',
-  'clean', clean, 'pred_end', pred, 'ended', '', 'version', version, 'last_op', 'acquired')
+v = {ARGV[2], token, expires, ARGV[3], ARGV[4], now, '', '', '', v[6] or '', clean, pred, '', (tonumber(v[5]) or 0) + 1}
+redis.call('HSET', KEYS[1], ${FIELD_VALUES}, 'last_op', 'acquired')
 redis.call('ZADD', KEYS[4], expires, ARGV[1])
-${xaddChange('KEYS[5]', 'ARGV[1]', "'acquired'", 'token', 'version')}
+emit(KEYS[5], ARGV[1], 'acquired', v)
 return {'OK', token, expires}`,
 };
 
@@ -103,12 +108,14 @@ return {'OK', token, expires}`,
 export const renew: ScriptDef = {
   numberOfKeys: 3,
   lua: `${GUARD}
-local expires = now + ARGV[3]
-redis.call('HSET', KEYS[1], 'expires_at', expires, 'ttl_ms', ARGV[3], 'renewed_at', now,
-  'version', version, 'last_op', 'renewed')
-redis.call('ZADD', KEYS[2], expires, ARGV[1])
-${xaddChange('KEYS[3]', 'ARGV[1]', "'renewed'", 'ARGV[2]', 'version')}
-return {'OK', expires}`,
+v[3] = now + ARGV[3]
+v[4] = ARGV[3]
+v[7] = now
+redis.call('HSET', KEYS[1], 'expires_at', v[3], 'ttl_ms', v[4], 'renewed_at', now, 'version', v[14],
+  'last_op', 'renewed')
+redis.call('ZADD', KEYS[2], v[3], ARGV[1])
+emit(KEYS[3], ARGV[1], 'renewed', v)
+return {'OK', v[3]}`,
 };
 
 /**
@@ -118,12 +125,15 @@ return {'OK', expires}`,
 export const checkpoint: ScriptDef = {
   numberOfKeys: 3,
   lua: `${GUARD}
-local expires = now + ARGV[3]
-redis.call('HSET', KEYS[1], 'state', ARGV[4], 'state_size', #ARGV[4], 'checkpointed_at', now,
-  'expires_at', expires, 'ttl_ms', ARGV[3], 'version', version, 'last_op', 'checkpointed')
-redis.call('ZADD', KEYS[2], expires, ARGV[1])
-${xaddChange('KEYS[3]', 'ARGV[1]', "'checkpointed'", 'ARGV[2]', 'version')}
-return {'OK', expires}`,
+v[3] = now + ARGV[3]
+v[4] = ARGV[3]
+v[8] = now
+v[10] = #ARGV[4]
+redis.call('HSET', KEYS[1], 'state', ARGV[4], 'state_size', v[10], 'checkpointed_at', now,
+  'expires_at', v[3], 'ttl_ms', v[4], 'version', v[14], 'last_op', 'checkpointed')
+redis.call('ZADD', KEYS[2], v[3], ARGV[1])
+emit(KEYS[3], ARGV[1], 'checkpointed', v)
+return {'OK', v[3]}`,
 };
 
 /**
@@ -134,12 +144,14 @@ return {'OK', expires}`,
 export const release: ScriptDef = {
   numberOfKeys: 3,
   lua: `${GUARD}
-local expires = now - 1
-redis.call('HSET', KEYS[1], 'expires_at', expires, 'released_at', now, 'ended', 'released',
-  'version', version, 'last_op', 'released')
-redis.call('ZADD', KEYS[2], expires, ARGV[1])
-${xaddChange('KEYS[3]', 'ARGV[1]', "'released'", 'ARGV[2]', 'version')}
-return {'OK', expires}`,
+v[3] = now - 1
+v[9] = now
+v[13] = 'released'
+redis.call('HSET', KEYS[1], 'expires_at', v[3], 'released_at', now, 'ended', 'released',
+  'version', v[14], 'last_op', 'released')
+redis.call('ZADD', KEYS[2], v[3], ARGV[1])
+emit(KEYS[3], ARGV[1], 'released', v)
+return {'OK', v[3]}`,
 };
 
 /**
@@ -153,24 +165,27 @@ return {'OK', expires}`,
  */
 export const forceRelease: ScriptDef = {
   numberOfKeys: 5,
-  lua: `
-local cur = redis.call('HMGET', KEYS[1], 'holder', 'token', 'ended', 'version')
-if not cur[2] then return {'NOTFOUND'} end
-if cur[2] ~= ARGV[2] or cur[3] == 'released' or cur[3] == 'force-released' then
-  return {'CONFLICT', cur[2], cur[3]}
+  lua: `${EMIT}
+local v = redis.call('HMGET', KEYS[1], ${INFO})
+if not v[2] then return {'NOTFOUND'} end
+if v[2] ~= ARGV[2] or v[13] == 'released' or v[13] == 'force-released' then
+  return {'CONFLICT', v[2], v[13]}
 end
 ${NOW}
-local token = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
-local version = cur[4] + 1
-redis.call('HSET', KEYS[1], 'token', token, 'expires_at', now - 1, 'released_at', now,
-  'ended', 'force-released', 'version', version, 'last_op', 'force-released')
-redis.call('ZADD', KEYS[3], now - 1, ARGV[1])
+for i = 1, ${INFO_FIELDS.length} do if not v[i] then v[i] = '' end end
+local oldToken = v[2]
+v[2] = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
+v[3] = now - 1
+v[9] = now
+v[13] = 'force-released'
+v[14] = v[14] + 1
+redis.call('HSET', KEYS[1], 'token', v[2], 'expires_at', v[3], 'released_at', now,
+  'ended', 'force-released', 'version', v[14], 'last_op', 'force-released')
+redis.call('ZADD', KEYS[3], v[3], ARGV[1])
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', ARGV[1], 'operator', ARGV[3],
-  'reason', ARGV[4], 'old_holder', cur[1], 'old_token', cur[2], 'new_token', token, 'at', now)
-${xaddChange('KEYS[4]', 'ARGV[1]', "'force-released'", 'token', 'version')}
-local info = redis.call('HMGET', KEYS[1], ${INFO})
-table.insert(info, 1, 'OK')
-return info`,
+  'reason', ARGV[4], 'old_holder', v[1], 'old_token', oldToken, 'new_token', v[2], 'at', now)
+emit(KEYS[4], ARGV[1], 'force-released', v)
+return {'OK', ${VALUES}}`,
 };
 
 /**
@@ -212,7 +227,8 @@ for i = 1, #ids do
   redis.call('ZREM', KEYS[2], id)
   if f[1] then
     n = n + 1
-    ${xaddChange('KEYS[3]', 'id', "'pruned'", 'f[1]', '(tonumber(f[2]) or 0) + 1')}
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', id, 'kind', 'pruned',
+      'token', f[1], 'version', (tonumber(f[2]) or 0) + 1)
   end
 end
 return n`,
@@ -256,14 +272,15 @@ return {done, last, out}`,
 };
 
 /**
- * changesRead (one bucket) — KEYS: chg. ARGV: cursorId (exclusive), count, leasePrefix.
+ * changesRead (one bucket) — KEYS: chg. ARGV: cursorId (exclusive), count.
  * - `{1, {}}` gap: entries after the cursor may have been trimmed away (MAXLEN ~). Trimming only removes
  *   the oldest entries and nothing else deletes entries, so `entries-added - length` entries are gone,
  *   all older than the first remaining one; if the cursor is older than that first entry (or than the
  *   last generated id when everything was trimmed), a change after it may be lost. Conservative: when
  *   the cursor is exactly the last trimmed entry it still reports a gap.
- * - `{0, {{streamId, workId, kind, token, version, {INFO}|nil}, …}}` up to `count` entries, oldest
- *   first, each with the lease as it is now (nil for `pruned`; all-nil fields if the hash is gone).
+ * - `{0, {{streamId, {field, value, …}}, …}}` up to `count` entries after the cursor, oldest first;
+ *   each holds `workId`, `kind` and the lease after that write (see `emit`), or for `pruned` only
+ *   `token` and `version`.
  */
 export const changesRead: ScriptDef = {
   numberOfKeys: 1,
@@ -288,23 +305,7 @@ end
 if added > len then
   if (len == 0 and before(ARGV[1], last)) or (len > 0 and before(ARGV[1], first)) then return {1, {}} end
 end
-local entries = redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2])
-local out, seen = {}, {}
-for i = 1, #entries do
-  local e = entries[i]
-  local f = e[2]
-  local w, kind = f[2], f[4]
-  local lease = false
-  if kind ~= 'pruned' then
-    lease = seen[w]
-    if not lease then
-      lease = redis.call('HMGET', ARGV[3] .. w, ${INFO})
-      seen[w] = lease
-    end
-  end
-  out[i] = {e[1], w, kind, f[6], f[8], lease}
-end
-return {0, out}`,
+return {0, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2])}`,
 };
 
 /**
@@ -336,19 +337,3 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
 end
 return redis.call('HMGET', KEYS[1], 'layout', 'buckets')`,
 };
-
-export const SCRIPTS = {
-  wlAcquire: acquire,
-  wlRenew: renew,
-  wlCheckpoint: checkpoint,
-  wlRelease: release,
-  wlForceRelease: forceRelease,
-  wlReadState: readState,
-  wlPrune: prune,
-  wlListScan: listScan,
-  wlChangesRead: changesRead,
-  wlStreamHead: streamHead,
-  wlMigrate: migrate,
-} as const satisfies Record<string, ScriptDef>;
-
-export type ScriptName = keyof typeof SCRIPTS;
