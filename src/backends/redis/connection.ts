@@ -19,9 +19,10 @@
  *   whose node connection closed under it to another node. MOVED / ASK /
  *   TRYAGAIN / CLUSTERDOWN are still followed: those replies mean the command
  *   was not executed, so following them cannot double-apply.
- * - `commandTimeout = callTimeoutMs` bounds every call once written; the node
- *   connect timeout is half of it, so a call queued on a cluster node that is
- *   still connecting is written (or dropped) before its caller gives up on it.
+ * - Every call is bounded by callTimeoutMs by the driver's watchdog (index.ts),
+ *   which also makes a call that timed out while queued unable to run later.
+ *   The node connect timeout is half of callTimeoutMs, so a call queued on a
+ *   cluster node that is still connecting is normally written well before that.
  * Reconnection itself continues in the background forever with a capped backoff.
  */
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
@@ -112,7 +113,6 @@ export function createClient(target: RedisTarget, options: ResolvedOptions): Red
   const nodeOptions: RedisOptions = {
     connectionName: `worklease:${options.keyPrefix}`,
     connectTimeout: Math.max(1, Math.floor(options.callTimeoutMs / 2)),
-    commandTimeout: options.callTimeoutMs,
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
     // CLIENT SETINFO is Redis 7.2+; on 7.0 it is one wasted round trip per connect.

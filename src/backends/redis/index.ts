@@ -93,24 +93,60 @@ const S = {
  */
 class TrackedCommand extends Command {
   written = false;
-  settled = false;
+  /** Set when the watchdog gave up on this command. */
+  abandoned = false;
 
-  constructor(name: string, args: Arg[], buffers: boolean) {
+  constructor(
+    name: string,
+    args: Arg[],
+    buffers: boolean,
+    readonly deadline: number,
+  ) {
     super(name, args, buffers ? {} : { replyEncoding: 'utf8' });
-    this.promise.then(
-      () => {
-        this.settled = true;
-      },
-      () => {
-        this.settled = true;
-      },
-    );
   }
 
   override toWritable(socket: object): string | Buffer {
-    if (this.settled) return '*1\r\n$4\r\nPING\r\n';
+    if (this.abandoned) return '*1\r\n$4\r\nPING\r\n';
     this.written = true;
     return super.toWritable(socket);
+  }
+}
+
+/**
+ * Times out commands at their call deadline. One coarse timer for all calls in flight instead of
+ * ioredis' timer per command (`commandTimeout`), which costs more than the rest of a call's
+ * client-side work; a call fails at most `tickMs` after its deadline.
+ */
+class Watchdog {
+  private readonly pending = new Set<TrackedCommand>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly tickMs: number) {}
+
+  add(cmd: TrackedCommand): void {
+    this.pending.add(cmd);
+    if (this.timer === null) {
+      this.timer = setInterval(() => this.sweep(), this.tickMs);
+      this.timer.unref();
+    }
+  }
+
+  delete(cmd: TrackedCommand): void {
+    this.pending.delete(cmd);
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    for (const cmd of this.pending) {
+      if (cmd.deadline > now) continue;
+      this.pending.delete(cmd);
+      cmd.abandoned = true;
+      cmd.reject(new Error('Command timed out'));
+    }
+    if (this.pending.size === 0 && this.timer !== null) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
   }
 }
 
@@ -171,6 +207,7 @@ class RedisDriver implements LeaseDriver {
 
   /** Set by {@link checkLayout} from the prefix's meta key, before the first lease call. */
   layout: Layout;
+  private readonly watchdog: Watchdog;
 
   constructor(
     private readonly client: RedisClient,
@@ -179,6 +216,7 @@ class RedisDriver implements LeaseDriver {
     private readonly callTimeoutMs: number,
   ) {
     this.layout = new Layout(prefix, DEFAULT_BUCKETS);
+    this.watchdog = new Watchdog(Math.max(5, Math.min(100, Math.floor(callTimeoutMs / 10))));
     this.kind = target.kind;
     this.url = target.redacted;
   }
@@ -225,11 +263,14 @@ class RedisDriver implements LeaseDriver {
     let cmdArgs = args;
     for (;;) {
       if (!this.connected()) await this.waitConnected(op, deadline);
-      const cmd = new TrackedCommand(cmdName, cmdArgs, buffers);
-      cmd.setTimeout(Math.max(1, deadline - Date.now()));
+      const cmd = new TrackedCommand(cmdName, cmdArgs, buffers, deadline);
+      this.watchdog.add(cmd);
       try {
-        return (await this.client.sendCommand(cmd)) as T;
+        const reply = (await this.client.sendCommand(cmd)) as T;
+        this.watchdog.delete(cmd);
+        return reply;
       } catch (err) {
+        this.watchdog.delete(cmd);
         const e = classifyRedisError(err, op, this.url);
         if (cmdName === 'evalsha' && /^NOSCRIPT/.test((err as Error).message ?? '')) {
           const sc = Object.values(S).find((x) => x.sha === cmdArgs[0]);
@@ -654,18 +695,24 @@ class RedisDriver implements LeaseDriver {
       const workId = m.get('workId') ?? '';
       const kind = m.get('kind') ?? '';
       if (!KINDS.has(kind)) continue;
+      if (kind === 'pruned') {
+        changes.push({
+          workId,
+          kind,
+          lease: null,
+          fencingToken: BigInt(m.get('token') ?? '0'),
+          version: BigInt(m.get('version') ?? '0'),
+        });
+        continue;
+      }
+      const lease = parseInfo(workId, (m.get('lease') ?? '').split('\n'));
+      if (lease === null) continue;
       changes.push({
         workId,
         kind: kind as ChangeKind,
-        lease:
-          kind === 'pruned'
-            ? null
-            : parseInfo(
-                workId,
-                INFO_FIELDS.map((f) => m.get(f) ?? null),
-              ),
-        fencingToken: BigInt(m.get('token') ?? '0'),
-        version: BigInt(m.get('version') ?? '0'),
+        lease,
+        fencingToken: lease.fencingToken,
+        version: lease.version,
       });
     }
     return { changes, cursor: encodeChangeCursor(next), gap: false };
