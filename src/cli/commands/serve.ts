@@ -129,8 +129,8 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
     items: options.items,
     ttlMs: options.ttl,
     tickMs: options.tick,
-    // Stuck workers stay stuck long enough to be seen as such, then give up.
-    stuckForMs: options.stuckAfter * 3,
+    // Stuck workers stay stuck long enough for ops to find and force-release them, then give up.
+    stuckForMs: options.stuckAfter * 10,
     onError: (err) => {
       if (globals.debug) warn(`demo worker: ${err instanceof Error ? err.message : String(err)}`);
     },

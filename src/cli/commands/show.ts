@@ -98,7 +98,7 @@ export async function showCommand(
             ? `offset ${offset} is past the end (${size} bytes)`
             : `bytes ${offset}-${end - 1} of ${size}, shown as ${decoded.kind}`;
       const more = end < size ? `\n… ${size - end} more bytes: use --offset ${end}` : '';
-      checkpoint = `\n\n--- checkpoint (${range}) ---\n${decoded.text}${decoded.text === '' ? '' : '\n'}---${more}`;
+      checkpoint = `\n\n--- checkpoint (${range}) ---\n${decoded.text}${decoded.text === '' || decoded.text.endsWith('\n') ? '' : '\n'}---${more}`;
     }
     await out(lines + checkpoint);
   });
