@@ -1,0 +1,139 @@
+/**
+ * End-to-end harness: the real console service and web server in this
+ * process (what `worklease serve` runs), real backends in their own
+ * namespace, and Debian's Chromium driven by playwright-core.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { type ConnectionInput, type ConsoleService, createConsoleService } from '../src/console/index.ts';
+import type { FleetModelOptions } from '../src/console/model.ts';
+import { openBackend } from '../src/index.ts';
+import type { LeaseBackend, OpenOptions } from '../src/lease/types.ts';
+import { startWebServer, type WebServer } from '../src/server/index.ts';
+
+export const PG_URL = process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const REDIS_URL = process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export const STATIC_DIR = fileURLToPath(new URL('../dist/renderer', import.meta.url));
+export const SCREENSHOT_DIR = fileURLToPath(new URL('../test-results/screenshots', import.meta.url));
+
+export const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+];
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: process.env.WORKLEASE_CHROMIUM ?? '/usr/bin/chromium',
+    args: CHROMIUM_ARGS,
+    headless: true,
+  });
+}
+
+export type BackendFlavour = 'postgres' | 'redis';
+
+export interface Namespace {
+  flavour: BackendFlavour;
+  /** The URL the console is given (namespace in the query, as profiles carry it). */
+  consoleUrl: string;
+  /** Options for opening the same namespace directly. */
+  options: OpenOptions;
+  baseUrl: string;
+}
+
+export function namespace(flavour: BackendFlavour, tag: string): Namespace {
+  const name = `e2e_${tag}_${randomBytes(4).toString('hex')}`;
+  return flavour === 'postgres'
+    ? { flavour, baseUrl: PG_URL, options: { schema: name }, consoleUrl: `${PG_URL}?schema=${name}` }
+    : {
+        flavour,
+        baseUrl: REDIS_URL,
+        options: { keyPrefix: name },
+        consoleUrl: `${REDIS_URL}?keyPrefix=${name}`,
+      };
+}
+
+/** Opens (and migrates) a namespace for the simulated fleet to write through. */
+export function openNamespace(ns: Namespace): Promise<LeaseBackend> {
+  return openBackend(ns.baseUrl, { ...ns.options, migrate: true });
+}
+
+/** Removes everything a namespace created: the Postgres schema or the Redis keys under the prefix. */
+export async function dropNamespace(ns: Namespace): Promise<void> {
+  if (ns.flavour === 'postgres') {
+    const { default: pg } = await import('pg');
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    try {
+      await client.query(`DROP SCHEMA IF EXISTS "${ns.options.schema}" CASCADE`);
+    } finally {
+      await client.end();
+    }
+  } else {
+    const { Redis } = await import('ioredis');
+    const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect();
+    try {
+      let cursor = '0';
+      do {
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `${ns.options.keyPrefix}*`, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) await redis.del(...keys);
+      } while (cursor !== '0');
+    } finally {
+      redis.disconnect();
+    }
+  }
+}
+
+export interface ConsoleUnderTest {
+  service: ConsoleService;
+  server: WebServer;
+  close(): Promise<void>;
+}
+
+/** What `worklease serve --connect …` runs, in-process on a free port, serving the built renderer. */
+export async function startConsole(
+  connections: ConnectionInput[],
+  options: { readOnly?: boolean; feed?: FleetModelOptions; operator?: string } = {},
+): Promise<ConsoleUnderTest> {
+  const service = createConsoleService({
+    connections,
+    profilesEditable: false,
+    operator: options.operator ?? 'e2e-operator',
+    readOnly: options.readOnly ?? false,
+    // Quick idle polling so "appears within 1 s" measures the console, not the poll interval.
+    feed: options.feed ?? { pollMaxMs: 200 },
+  });
+  const server = await startWebServer({
+    service,
+    port: 0,
+    staticDir: STATIC_DIR,
+    readOnly: options.readOnly ?? false,
+  });
+  return {
+    service,
+    server,
+    async close() {
+      await server.close();
+      await service.close();
+    },
+  };
+}
+
+export function screenshotPath(name: string): string {
+  mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  return `${SCREENSHOT_DIR}/${name}.png`;
+}
+
+export async function shoot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: screenshotPath(name), fullPage: false });
+}
+
+export const enc = new TextEncoder();

@@ -1,0 +1,3 @@
+import { consoleSuite } from './suite.ts';
+
+consoleSuite('redis');

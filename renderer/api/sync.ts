@@ -1,0 +1,152 @@
+/**
+ * Feeds pushed events into the query cache. `leases` events are queued and
+ * applied in batches (every 100 ms) with `setQueryData`; a `resync` event, a
+ * seq gap or a transport reconnect refetches the affected snapshot once.
+ * Nothing here polls.
+ */
+import type { QueryClient } from '@tanstack/react-query';
+import type { ConnectionInfo, ConsoleEvent } from '../../src/console/api.ts';
+import { applyLeaseEvents, type FleetData, fromSnapshot, type LeasesEvent } from '../features/fleet/model.ts';
+import type { ConsoleClient, TransportState } from './client.ts';
+import { keys } from './queries.ts';
+
+const FLUSH_MS = 100;
+/** Past this many queued events for a connection whose snapshot is loading, drop them and load again. */
+const MAX_QUEUED = 50_000;
+
+export class FleetSync {
+  private readonly queued = new Map<string, LeasesEvent[]>();
+  /** Snapshot loads in flight per connection (a refetch may overlap a cancelled one). */
+  private readonly loading = new Map<string, number>();
+  /** A resync announced while a snapshot was in flight: load again if that snapshot is older. */
+  private readonly resyncSeq = new Map<string, number>();
+  private readonly generation = new Map<string, number>();
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private wasClosed = false;
+  /** Local time the last event arrived, for "as of N s ago" while the link is down. */
+  lastEventAt = Date.now();
+
+  constructor(
+    private readonly client: ConsoleClient,
+    private readonly queryClient: QueryClient,
+  ) {}
+
+  start(): () => void {
+    const offEvents = this.client.subscribe((event) => this.onEvent(event));
+    const offState = this.client.onTransportState((state) => this.onTransport(state));
+    return () => {
+      offEvents();
+      offState();
+      if (this.timer !== null) clearTimeout(this.timer);
+    };
+  }
+
+  /** The fleet query's loader. */
+  readonly load = async (connectionId: string): Promise<FleetData> => {
+    this.loading.set(connectionId, (this.loading.get(connectionId) ?? 0) + 1);
+    const generation = (this.generation.get(connectionId) ?? 0) + 1;
+    this.generation.set(connectionId, generation);
+    try {
+      const snapshot = await this.client.call('fleet.snapshot', { connectionId });
+      let data = fromSnapshot(snapshot);
+      // A newer load superseded this one (its result is discarded): leave the queued events to it.
+      if (this.generation.get(connectionId) !== generation) return data;
+      const queued = this.queued.get(connectionId) ?? [];
+      this.queued.delete(connectionId);
+      const { data: merged, gap } = applyLeaseEvents(data, queued);
+      data = merged;
+      const resync = this.resyncSeq.get(connectionId);
+      this.resyncSeq.delete(connectionId);
+      // Deferred: refetching from inside the running query would cancel this very load.
+      if (gap || (resync !== undefined && resync > snapshot.seq))
+        setTimeout(() => this.refetchSoon(connectionId), 0);
+      return data;
+    } finally {
+      const n = (this.loading.get(connectionId) ?? 1) - 1;
+      if (n <= 0) this.loading.delete(connectionId);
+      else this.loading.set(connectionId, n);
+    }
+  };
+
+  private onTransport(state: TransportState): void {
+    if (state === 'closed') this.wasClosed = true;
+    if (state === 'open' && this.wasClosed) {
+      this.wasClosed = false;
+      // Events were missed while the link was down: every snapshot is suspect.
+      void this.queryClient.invalidateQueries({ queryKey: keys.connections() });
+      void this.queryClient.invalidateQueries({ queryKey: keys.info() });
+      void this.queryClient.refetchQueries({
+        predicate: (q) => q.queryKey[0] === 'connections' && q.queryKey[2] === 'fleet',
+      });
+    }
+  }
+
+  private onEvent(event: ConsoleEvent): void {
+    this.lastEventAt = Date.now();
+    switch (event.type) {
+      case 'connections':
+        this.queryClient.setQueryData(keys.connections(), event.connections);
+        return;
+      case 'connection': {
+        const conn = event.connection;
+        const prev = this.queryClient.getQueryData<ConnectionInfo[]>(keys.connections());
+        const before = prev?.find((c) => c.id === conn.id);
+        this.queryClient.setQueryData<ConnectionInfo[]>(keys.connections(), (list) => {
+          if (list === undefined) return [conn];
+          const i = list.findIndex((c) => c.id === conn.id);
+          if (i < 0) return [...list, conn];
+          const next = list.slice();
+          next[i] = conn;
+          return next;
+        });
+        // A connection that came back from an error may have a failed snapshot to redo.
+        const fleetState = this.queryClient.getQueryState(keys.fleet(conn.id));
+        if (conn.state === 'live' && before?.state !== 'live' && fleetState?.status === 'error') {
+          this.refetchSoon(conn.id);
+        }
+        return;
+      }
+      case 'resync':
+        if (this.loading.has(event.connectionId)) {
+          this.resyncSeq.set(event.connectionId, event.seq);
+        } else {
+          this.queued.delete(event.connectionId);
+          this.refetchSoon(event.connectionId);
+        }
+        return;
+      case 'leases': {
+        let q = this.queued.get(event.connectionId);
+        if (q === undefined) {
+          q = [];
+          this.queued.set(event.connectionId, q);
+        }
+        q.push(event);
+        if (q.length > MAX_QUEUED) {
+          this.queued.delete(event.connectionId);
+          this.refetchSoon(event.connectionId);
+        }
+        this.timer ??= setTimeout(() => this.flush(), FLUSH_MS);
+        return;
+      }
+    }
+  }
+
+  private flush(): void {
+    this.timer = null;
+    for (const [connectionId, events] of this.queued) {
+      if (this.loading.has(connectionId)) continue;
+      const key = keys.fleet(connectionId);
+      const current = this.queryClient.getQueryData<FleetData>(key);
+      // No snapshot yet and none loading: it will come with everything; keep the events for it.
+      if (current === undefined) continue;
+      this.queued.delete(connectionId);
+      const { data, gap } = applyLeaseEvents(current, events);
+      if (data !== current) this.queryClient.setQueryData(key, data);
+      if (gap) this.refetchSoon(connectionId);
+    }
+  }
+
+  private refetchSoon(connectionId: string): void {
+    void this.queryClient.refetchQueries({ queryKey: keys.fleet(connectionId), exact: true });
+  }
+}

@@ -1,0 +1,53 @@
+import { useQueries, useQuery } from '@tanstack/react-query';
+import { useMemo } from 'react';
+import type { ConnectionInfo } from '../../src/console/api.ts';
+import { connectionsQuery, fleetQuery, infoQuery } from '../api/queries.ts';
+import type { FleetData, FleetSource } from '../features/fleet/model.ts';
+import { useServices } from './context.tsx';
+
+export function useConnections() {
+  const { client } = useServices();
+  return useQuery(connectionsQuery(client));
+}
+
+export function useInfo() {
+  const { client } = useServices();
+  return useQuery(infoQuery(client));
+}
+
+export interface FleetEntry {
+  connection: ConnectionInfo;
+  data: FleetData | undefined;
+  error: unknown;
+  isLoading: boolean;
+}
+
+/** Every connection's fleet model (one snapshot each, then pushed events). */
+export function useFleets(): FleetEntry[] {
+  const { sync } = useServices();
+  const connections = useConnections().data ?? [];
+  const results = useQueries({ queries: connections.map((c) => fleetQuery(c.id, sync.load)) });
+  return connections.map((connection, i) => {
+    const r = results[i];
+    return { connection, data: r?.data, error: r?.error ?? null, isLoading: r?.isLoading ?? true };
+  });
+}
+
+export function toSources(entries: FleetEntry[]): FleetSource[] {
+  const out: FleetSource[] = [];
+  for (const e of entries) {
+    if (e.data === undefined) continue;
+    out.push({
+      connectionId: e.connection.id,
+      data: e.data,
+      thresholds: e.connection.thresholds,
+      clockOffsetMs: e.connection.clockOffsetMs,
+    });
+  }
+  return out;
+}
+
+export function useConnectionMap(): Map<string, ConnectionInfo> {
+  const connections = useConnections().data;
+  return useMemo(() => new Map((connections ?? []).map((c) => [c.id, c])), [connections]);
+}

@@ -1,0 +1,99 @@
+import { useQueries } from '@tanstack/react-query';
+import { useMemo, useState } from 'react';
+import type { AuditEntryWire, ConnectionInfo } from '../../../src/console/api.ts';
+import { auditQuery } from '../../api/queries.ts';
+import { useServices } from '../../app/context.tsx';
+import { useConnections } from '../../app/hooks.ts';
+import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
+import { formatTime } from '../../lib/format.ts';
+
+/** Every connection's operator actions, newest first. */
+export function AuditView() {
+  const { client } = useServices();
+  const connections = useConnections().data ?? [];
+  const results = useQueries({ queries: connections.map((c) => auditQuery(client, c.id, null)) });
+  const [text, setText] = useState('');
+
+  const dataKey = results.map((r) => r.dataUpdatedAt).join(',');
+  // biome-ignore lint/correctness/useExhaustiveDependencies: dataKey tracks every result's data
+  const entries = useMemo(() => {
+    const all: { conn: ConnectionInfo; e: AuditEntryWire }[] = [];
+    results.forEach((r, i) => {
+      const conn = connections[i];
+      if (conn !== undefined) for (const e of r.data ?? []) all.push({ conn, e });
+    });
+    return all.sort((a, b) => b.e.at - a.e.at);
+  }, [dataKey, connections]);
+  const q = text.trim().toLowerCase();
+  const shown =
+    q === ''
+      ? entries
+      : entries.filter(({ e }) =>
+          [e.workId, e.operator, e.reason, e.oldHolderId].some((s) => s.toLowerCase().includes(q)),
+        );
+
+  return (
+    <div className="page">
+      <div className="page-head">
+        <h2>Audit log</h2>
+        <input
+          type="search"
+          aria-label="Filter audit log"
+          placeholder="Filter by work id, operator, reason, holder"
+          value={text}
+          onChange={(e) => setText(e.target.value)}
+        />
+      </div>
+      {results.map((r, i) =>
+        r.error !== null ? (
+          <ErrorNotice
+            key={connections[i]?.id}
+            error={r.error}
+            title={`${connections[i]?.name}: audit log unavailable`}
+          />
+        ) : null,
+      )}
+      {shown.length === 0 ? (
+        <p className="empty">
+          {entries.length === 0 ? 'No operator action recorded yet.' : 'No audit entry matches this filter.'}
+        </p>
+      ) : (
+        <div className="scroll">
+          <table className="plain">
+            <caption className="sr-only">Operator actions, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Time</th>
+                <th scope="col">Connection</th>
+                <th scope="col">Action</th>
+                <th scope="col">Work ID</th>
+                <th scope="col">Operator</th>
+                <th scope="col">Reason</th>
+                <th scope="col">Old holder</th>
+                <th scope="col">Token</th>
+              </tr>
+            </thead>
+            <tbody>
+              {shown.map(({ conn, e }) => (
+                <tr key={`${conn.id}:${e.id}`}>
+                  <td className="nowrap">{formatTime(e.at)}</td>
+                  <td className="nowrap">
+                    {conn.name} <EnvBadge env={conn.environment} />
+                  </td>
+                  <td>{e.action}</td>
+                  <td className="mono">{e.workId}</td>
+                  <td className="mono">{e.operator}</td>
+                  <td className="reason">{e.reason}</td>
+                  <td className="mono">{e.oldHolderId}</td>
+                  <td className="mono nowrap">
+                    {e.oldToken} → {e.newToken}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,239 @@
+import { useCallback, useMemo, useRef, useState } from 'react';
+import type { LeaseStatus } from '../../../src/console/api.ts';
+import { LEASE_STATUSES } from '../../../src/console/api.ts';
+import { type FleetEntry, toSources, useConnectionMap } from '../../app/hooks.ts';
+import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
+import { useNow } from '../../lib/clock.ts';
+import { DetailPane } from '../detail/DetailPane.tsx';
+import { FleetTable, rowKey } from './FleetTable.tsx';
+import {
+  computeView,
+  EMPTY_FILTER,
+  type FleetData,
+  type FleetFilter,
+  type Sort,
+  type SortKey,
+} from './model.ts';
+
+export interface Selection {
+  connectionId: string;
+  workId: string;
+}
+
+const mapIds = new WeakMap<object, number>();
+let nextMapId = 1;
+function identity(o: object): number {
+  let id = mapIds.get(o);
+  if (id === undefined) {
+    id = nextMapId++;
+    mapIds.set(o, id);
+  }
+  return id;
+}
+
+export interface FleetViewProps {
+  fleets: FleetEntry[];
+  /** False while another view is shown: the table keeps its state but stops recomputing. */
+  visible: boolean;
+  scope: string;
+  onScope: (scope: string) => void;
+  selection: Selection | null;
+  onSelect: (s: Selection | null) => void;
+  searchRef: React.RefObject<HTMLInputElement | null>;
+}
+
+export function FleetView({
+  fleets,
+  visible,
+  scope,
+  onScope,
+  selection,
+  onSelect,
+  searchRef,
+}: FleetViewProps) {
+  const connections = useConnectionMap();
+  const tick = useNow();
+  const [filter, setFilter] = useState<FleetFilter>(EMPTY_FILTER);
+  const [sort, setSort] = useState<Sort>({ key: 'workId', dir: 'asc' });
+  const [activeIndex, setActiveIndex] = useState(-1);
+  const frozenTick = useRef(tick);
+  if (visible) frozenTick.current = tick;
+  const localNow = frozenTick.current;
+
+  const inScope = scope === 'all' ? fleets : fleets.filter((f) => f.connection.id === scope);
+  const sources = toSources(inScope);
+  const sourcesKey = sources
+    .map(
+      (s) =>
+        `${s.connectionId}#${identity(s.data.rows)}#${s.data.membershipRev}#${s.clockOffsetMs}#${s.thresholds.stuckAfterMs}#${s.thresholds.expiringFraction}`,
+    )
+    .join('|');
+  const sourcesRef = useRef(sources);
+  sourcesRef.current = sources;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: sourcesKey stands for sources (their Maps mutate in place); localNow re-derives statuses once a second
+  const view = useMemo(
+    () => computeView(sourcesRef.current, filter, sort, localNow),
+    [sourcesKey, filter, sort, localNow],
+  );
+  const rev = sources.reduce((n, s) => n + s.data.rev, 0);
+  const fleetMap = useMemo(() => {
+    const m = new Map<string, FleetData>();
+    for (const f of fleets) if (f.data !== undefined) m.set(f.connection.id, f.data);
+    return m;
+  }, [fleets]);
+
+  const onSort = useCallback((key: SortKey) => {
+    setSort((s) => (s.key === key ? { key, dir: s.dir === 'asc' ? 'desc' : 'asc' } : { key, dir: 'asc' }));
+  }, []);
+  const onOpen = useCallback(
+    (index: number) => {
+      const connectionId = view.connIds[index];
+      const workId = view.workIds[index];
+      if (connectionId !== undefined && workId !== undefined) onSelect({ connectionId, workId });
+    },
+    [view, onSelect],
+  );
+  const toggleStatus = (s: LeaseStatus) => {
+    setFilter((f) => {
+      const statuses = new Set(f.statuses);
+      if (statuses.has(s)) statuses.delete(s);
+      else statuses.add(s);
+      return { ...f, statuses };
+    });
+    setActiveIndex(-1);
+  };
+  const setText = (field: 'search' | 'holder' | 'workIdPrefix', value: string) => {
+    setFilter((f) => ({ ...f, [field]: value }));
+    setActiveIndex(-1);
+  };
+  const filtered =
+    filter.search !== '' || filter.holder !== '' || filter.workIdPrefix !== '' || filter.statuses.size > 0;
+
+  const errors = inScope.filter((f) => f.connection.error !== null || f.error !== null);
+  const loading = inScope.some((f) => f.isLoading);
+  const selectedKey = selection === null ? null : rowKey(selection.connectionId, selection.workId);
+  const selectedConn = selection === null ? undefined : connections.get(selection.connectionId);
+
+  return (
+    <div className="fleet-view">
+      <div className="scope-bar">
+        <div role="tablist" aria-label="Connection shown" className="scope-tabs">
+          <button
+            type="button"
+            role="tab"
+            aria-selected={scope === 'all'}
+            className="scope-tab"
+            onClick={() => onScope('all')}
+          >
+            All connections
+          </button>
+          {fleets.map((f) => (
+            <button
+              key={f.connection.id}
+              type="button"
+              role="tab"
+              aria-selected={scope === f.connection.id}
+              className="scope-tab"
+              onClick={() => onScope(f.connection.id)}
+            >
+              <span className={`dot dot-${f.connection.state}`} aria-hidden="true" />
+              {f.connection.name} <EnvBadge env={f.connection.environment} />
+              {f.connection.readOnly && <span className="ro-tag">read-only</span>}
+            </button>
+          ))}
+        </div>
+      </div>
+      <fieldset className="counts" aria-label="Counts by status (click to filter)">
+        <span className="total">
+          {view.total.toLocaleString()} leases
+          {filtered ? ` · ${view.workIds.length.toLocaleString()} shown` : ''}
+        </span>
+        {LEASE_STATUSES.map((s) => (
+          <button
+            key={s}
+            type="button"
+            className={`count-chip status-${s}`}
+            aria-pressed={filter.statuses.has(s)}
+            onClick={() => toggleStatus(s)}
+          >
+            <span className="count-label">{s}</span>{' '}
+            <span className="count-num">{view.counts[s].toLocaleString()}</span>
+          </button>
+        ))}
+      </fieldset>
+      <div className="filters">
+        <label>
+          <span className="sr-only">Search leases</span>
+          <input
+            ref={searchRef}
+            type="search"
+            id="fleet-search"
+            placeholder="Search work id or holder  ( / )"
+            aria-label="Search leases"
+            value={filter.search}
+            onChange={(e) => setText('search', e.target.value)}
+          />
+        </label>
+        <label>
+          Holder
+          <input
+            type="text"
+            placeholder="prefix"
+            value={filter.holder}
+            onChange={(e) => setText('holder', e.target.value)}
+          />
+        </label>
+        <label>
+          Work ID prefix
+          <input
+            type="text"
+            placeholder="prefix"
+            value={filter.workIdPrefix}
+            onChange={(e) => setText('workIdPrefix', e.target.value)}
+          />
+        </label>
+        <button type="button" disabled={!filtered} onClick={() => setFilter(EMPTY_FILTER)}>
+          Clear filters
+        </button>
+      </div>
+      {errors.map((f) => (
+        <ErrorNotice
+          key={f.connection.id}
+          error={f.connection.error ?? f.error}
+          url={f.connection.url}
+          title={`${f.connection.name}: the fleet cannot be shown`}
+        />
+      ))}
+      <div className={`fleet-split${selection !== null ? ' with-detail' : ''}`}>
+        {loading && sources.length === 0 ? (
+          <div className="empty">Loading the fleet…</div>
+        ) : (
+          <FleetTable
+            view={view}
+            fleets={fleetMap}
+            connections={connections}
+            showConnection={scope === 'all' && fleets.length > 1}
+            localNow={tick}
+            rev={rev}
+            sort={sort}
+            onSort={onSort}
+            activeIndex={activeIndex}
+            onActiveIndex={setActiveIndex}
+            onOpen={onOpen}
+            selectedKey={selectedKey}
+          />
+        )}
+        {selection !== null && selectedConn !== undefined && (
+          <DetailPane
+            key={selectedKey}
+            connection={selectedConn}
+            row={fleetMap.get(selection.connectionId)?.rows.get(selection.workId) ?? null}
+            rev={rev}
+            localNow={tick}
+            onClose={() => onSelect(null)}
+          />
+        )}
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,368 @@
+/**
+ * The fleet table's data model, kept out of React so it is cheap and testable.
+ *
+ * Per connection the query cache holds a {@link FleetData}: rows in a Map by
+ * work id plus the ids in work-id order, maintained incrementally. Pushed
+ * `leases` events are applied in place and the wrapper is replaced (new
+ * `rev`), so a 100 000-row fleet with thousands of changes a second never
+ * copies the whole Map. The visible list is derived by {@link computeView} in
+ * one pass at most about once a second (statuses move with time alone) or when
+ * membership, filters or sort change; rows themselves are read from the Map at
+ * render time, so values shown are always the latest.
+ */
+import type { ConsoleEvent, LeaseRow, LeaseStatus, Thresholds } from '../../../src/console/api.ts';
+import { LEASE_STATUSES } from '../../../src/console/api.ts';
+import { leaseStatus } from '../../../src/console/status.ts';
+
+export interface FleetData {
+  connectionId: string;
+  rows: Map<string, LeaseRow>;
+  /** Every work id, ascending by UTF-16 code units (the stable base order for every sort). */
+  sortedIds: string[];
+  /** Seq of the last event applied. */
+  seq: number;
+  serverTime: number;
+  /** Bumped by every applied batch. */
+  rev: number;
+  /** Bumped when ids were added or removed. */
+  membershipRev: number;
+}
+
+export interface Snapshot {
+  connectionId: string;
+  rows: LeaseRow[];
+  seq: number;
+  serverTime: number;
+}
+
+export type LeasesEvent = Extract<ConsoleEvent, { type: 'leases' }>;
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export function fromSnapshot(snapshot: Snapshot): FleetData {
+  const rows = new Map<string, LeaseRow>();
+  for (const row of snapshot.rows) rows.set(row.workId, row);
+  const sortedIds = [...rows.keys()].sort(cmp);
+  return {
+    connectionId: snapshot.connectionId,
+    rows,
+    sortedIds,
+    seq: snapshot.seq,
+    serverTime: snapshot.serverTime,
+    rev: 0,
+    membershipRev: 0,
+  };
+}
+
+function lowerBound(ids: string[], id: string): number {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((ids[mid] as string) < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export interface ApplyResult {
+  data: FleetData;
+  /** An event's seq skipped ahead: events were lost, fetch a new snapshot. */
+  gap: boolean;
+  /** Events at or after the gap, not applied. */
+  unapplied: LeasesEvent[];
+}
+
+/**
+ * Applies events in seq order. Events already covered (seq <= data.seq) are
+ * dropped; a skipped seq stops at the gap.
+ */
+export function applyLeaseEvents(data: FleetData, events: readonly LeasesEvent[]): ApplyResult {
+  let seq = data.seq;
+  let serverTime = data.serverTime;
+  let added = 0;
+  let removed = 0;
+  let applied = 0;
+  const { rows, sortedIds } = data;
+  const newIds: string[] = [];
+  const goneIds = new Set<string>();
+  for (let i = 0; i < events.length; i++) {
+    const ev = events[i] as LeasesEvent;
+    if (ev.seq <= seq) continue;
+    if (ev.seq !== seq + 1) {
+      return finish(true, events.slice(i));
+    }
+    seq = ev.seq;
+    serverTime = Math.max(serverTime, ev.serverTime);
+    applied++;
+    for (const row of ev.upserts) {
+      const old = rows.get(row.workId);
+      // Versions only grow; a late duplicate of an older version must not win.
+      if (old !== undefined && isOlder(row, old)) continue;
+      if (old === undefined) {
+        if (goneIds.has(row.workId)) goneIds.delete(row.workId);
+        else newIds.push(row.workId);
+        added++;
+      }
+      rows.set(row.workId, row);
+    }
+    for (const id of ev.removed) {
+      if (rows.delete(id)) {
+        removed++;
+        goneIds.add(id);
+      }
+    }
+  }
+  return finish(false, []);
+
+  function finish(gap: boolean, unapplied: LeasesEvent[]): ApplyResult {
+    if (applied === 0 && !gap) return { data, gap, unapplied };
+    if (added > 0 || removed > 0) patchOrder(sortedIds, newIds, goneIds, rows);
+    return {
+      data: {
+        ...data,
+        seq,
+        serverTime,
+        rev: data.rev + (applied > 0 ? 1 : 0),
+        membershipRev: data.membershipRev + (added > 0 || removed > 0 ? 1 : 0),
+      },
+      gap,
+      unapplied,
+    };
+  }
+}
+
+function isOlder(row: LeaseRow, old: LeaseRow): boolean {
+  const t = cmpDecimal(row.fencingToken, old.fencingToken);
+  if (t !== 0) return t < 0;
+  return cmpDecimal(row.version, old.version) < 0;
+}
+
+/** Compares non-negative decimal strings without losing precision past 2^53. */
+export function cmpDecimal(a: string, b: string): number {
+  return a.length - b.length || cmp(a, b);
+}
+
+function patchOrder(
+  sortedIds: string[],
+  newIds: string[],
+  goneIds: Set<string>,
+  rows: Map<string, LeaseRow>,
+): void {
+  // A few changes: binary insert/splice. Many: rebuild, which is O(n log n) once instead of O(n) per id.
+  if (newIds.length + goneIds.size > 256) {
+    const all = [...rows.keys()].sort(cmp);
+    sortedIds.length = 0;
+    for (const id of all) sortedIds.push(id);
+    return;
+  }
+  for (const id of goneIds) {
+    const at = lowerBound(sortedIds, id);
+    if (sortedIds[at] === id) sortedIds.splice(at, 1);
+  }
+  for (const id of newIds) {
+    if (!rows.has(id)) continue;
+    const at = lowerBound(sortedIds, id);
+    if (sortedIds[at] !== id) sortedIds.splice(at, 0, id);
+  }
+}
+
+/** Replaces one row (e.g. the result of a force-release) as if an event had brought it. */
+export function upsertRow(data: FleetData, row: LeaseRow): FleetData {
+  const old = data.rows.get(row.workId);
+  if (old !== undefined && isOlder(row, old)) return data;
+  data.rows.set(row.workId, row);
+  if (old === undefined) patchOrder(data.sortedIds, [row.workId], new Set(), data.rows);
+  return {
+    ...data,
+    rev: data.rev + 1,
+    membershipRev: data.membershipRev + (old === undefined ? 1 : 0),
+  };
+}
+
+// ---------------------------------------------------------------------------
+// The derived view: filters, counts, sort.
+
+export interface FleetFilter {
+  /** Substring of work id or holder, case-insensitive. */
+  search: string;
+  /** Empty: every status. */
+  statuses: ReadonlySet<LeaseStatus>;
+  /** Holder id prefix. */
+  holder: string;
+  /** Work id prefix. */
+  workIdPrefix: string;
+}
+
+export const EMPTY_FILTER: FleetFilter = { search: '', statuses: new Set(), holder: '', workIdPrefix: '' };
+
+export const SORT_KEYS = [
+  'connection',
+  'workId',
+  'holderId',
+  'fencingToken',
+  'status',
+  'expiresAt',
+  'renewedAt',
+  'checkpointedAt',
+  'checkpointSize',
+] as const;
+export type SortKey = (typeof SORT_KEYS)[number];
+export interface Sort {
+  key: SortKey;
+  dir: 'asc' | 'desc';
+}
+
+export interface FleetSource {
+  connectionId: string;
+  data: FleetData;
+  thresholds: Thresholds;
+  clockOffsetMs: number;
+}
+
+export type StatusCounts = Record<LeaseStatus, number>;
+
+export function emptyCounts(): StatusCounts {
+  const counts = {} as StatusCounts;
+  for (const s of LEASE_STATUSES) counts[s] = 0;
+  return counts;
+}
+
+export interface FleetView {
+  /** Parallel arrays: the i-th visible row is `connIds[i]` / `workIds[i]`. */
+  connIds: string[];
+  workIds: string[];
+  /** Counts among rows that pass every filter except the status one (so the chips act as facets). */
+  counts: StatusCounts;
+  /** Rows before any filter. */
+  total: number;
+}
+
+/** Attention first: what an on-call operator looks for. */
+const STATUS_RANK: Record<LeaseStatus, number> = {
+  stuck: 0,
+  expired: 1,
+  expiring: 2,
+  live: 3,
+  'force-released': 4,
+  released: 5,
+};
+
+/**
+ * One pass over every row of the given connections: status (by each
+ * connection's server clock), counts, filters; then a stable sort of what
+ * passed (ties keep connection then work-id order).
+ */
+export function computeView(
+  sources: readonly FleetSource[],
+  filter: FleetFilter,
+  sort: Sort,
+  localNow: number,
+): FleetView {
+  const counts = emptyCounts();
+  const connIds: string[] = [];
+  const workIds: string[] = [];
+  const statuses: LeaseStatus[] = [];
+  const search = filter.search.trim().toLowerCase();
+  const holder = filter.holder.trim();
+  const prefix = filter.workIdPrefix.trim();
+  const statusFilter = filter.statuses.size > 0 ? filter.statuses : null;
+  let total = 0;
+  for (const src of sources) {
+    const now = localNow + src.clockOffsetMs;
+    const { rows, sortedIds } = src.data;
+    total += sortedIds.length;
+    for (const id of sortedIds) {
+      const row = rows.get(id);
+      if (row === undefined) continue;
+      if (prefix !== '' && !id.startsWith(prefix)) continue;
+      if (holder !== '' && !row.holderId.startsWith(holder)) continue;
+      if (
+        search !== '' &&
+        !id.toLowerCase().includes(search) &&
+        !row.holderId.toLowerCase().includes(search)
+      ) {
+        continue;
+      }
+      const status = leaseStatus(row, now, src.thresholds);
+      counts[status]++;
+      if (statusFilter !== null && !statusFilter.has(status)) continue;
+      connIds.push(src.connectionId);
+      workIds.push(id);
+      statuses.push(status);
+    }
+  }
+  if (sort.key === 'workId' || sort.key === 'connection') {
+    if (sort.key === 'workId' && sources.length > 1)
+      sortBy(connIds, workIds, (i, j) => cmp(workIds[i] as string, workIds[j] as string), 'asc');
+    if (sort.dir === 'desc') {
+      connIds.reverse();
+      workIds.reverse();
+    }
+    return { connIds, workIds, counts, total };
+  }
+  const byConn = new Map(sources.map((s) => [s.connectionId, s.data.rows]));
+  const rowAt = (i: number): LeaseRow =>
+    byConn.get(connIds[i] as string)?.get(workIds[i] as string) as LeaseRow;
+  const n = workIds.length;
+  let compare: (i: number, j: number) => number;
+  if (sort.key === 'holderId' || sort.key === 'fencingToken') {
+    const keys: string[] = new Array(n);
+    for (let i = 0; i < n; i++) keys[i] = rowAt(i)[sort.key];
+    compare =
+      sort.key === 'holderId'
+        ? (i, j) => cmp(keys[i] as string, keys[j] as string)
+        : (i, j) => cmpDecimal(keys[i] as string, keys[j] as string);
+  } else {
+    const keys = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      if (sort.key === 'status') keys[i] = STATUS_RANK[statuses[i] as LeaseStatus];
+      else keys[i] = rowAt(i)[sort.key] ?? Number.NEGATIVE_INFINITY;
+    }
+    compare = (i, j) => {
+      const a = keys[i] as number;
+      const b = keys[j] as number;
+      return a < b ? -1 : a > b ? 1 : 0;
+    };
+  }
+  sortBy(connIds, workIds, compare, sort.dir);
+  return { connIds, workIds, counts, total };
+}
+
+function sortBy(
+  connIds: string[],
+  workIds: string[],
+  compare: (i: number, j: number) => number,
+  dir: 'asc' | 'desc',
+): void {
+  const n = workIds.length;
+  const order: number[] = new Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  // Array.prototype.sort is stable, so ties keep the base order in both directions.
+  order.sort(dir === 'asc' ? compare : (i, j) => compare(j, i));
+  const c = connIds.slice();
+  const w = workIds.slice();
+  for (let k = 0; k < n; k++) {
+    const from = order[k] as number;
+    connIds[k] = c[from] as string;
+    workIds[k] = w[from] as string;
+  }
+}
+
+/** Counts and stuck ids of one connection, for the header and notifications. */
+export function summarize(
+  src: FleetSource,
+  localNow: number,
+): { counts: StatusCounts; stuck: string[]; expired: number } {
+  const counts = emptyCounts();
+  const stuck: string[] = [];
+  const now = localNow + src.clockOffsetMs;
+  for (const row of src.data.rows.values()) {
+    const s = leaseStatus(row, now, src.thresholds);
+    counts[s]++;
+    if (s === 'stuck') stuck.push(row.workId);
+  }
+  return { counts, stuck, expired: counts.expired };
+}

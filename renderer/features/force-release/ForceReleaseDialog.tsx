@@ -1,0 +1,165 @@
+/**
+ * Force release with a typed confirmation. The dialog pins the token the
+ * operator saw when opening it and sends it as `expectedToken`, so a lease
+ * that changed hands meanwhile is refused (CONFLICT) instead of fencing a
+ * holder nobody looked at.
+ */
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useId, useRef, useState } from 'react';
+import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
+import { ConsoleError } from '../../api/client.ts';
+import { keys } from '../../api/queries.ts';
+import { useServices } from '../../app/context.tsx';
+import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
+import { type FleetData, upsertRow } from '../fleet/model.ts';
+
+export interface ForceReleaseDialogProps {
+  connection: ConnectionInfo;
+  /** The row as the operator saw it when opening the dialog. */
+  row: LeaseRow;
+  onClose: () => void;
+}
+
+export function ForceReleaseDialog({ connection, row, onClose }: ForceReleaseDialogProps) {
+  const { client } = useServices();
+  const queryClient = useQueryClient();
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  const descId = useId();
+  const [typed, setTyped] = useState('');
+  const [reason, setReason] = useState('');
+  const [conflict, setConflict] = useState<string | null>(null);
+
+  useEffect(() => {
+    const dialog = ref.current;
+    if (dialog !== null && !dialog.open) dialog.showModal();
+    return () => dialog?.close();
+  }, []);
+
+  const mutation = useMutation({
+    mutationFn: () =>
+      client.call('lease.forceRelease', {
+        connectionId: connection.id,
+        workId: row.workId,
+        expectedToken: row.fencingToken,
+        reason: reason.trim(),
+      }),
+    onSuccess: (released) => {
+      queryClient.setQueryData<FleetData>(keys.fleet(connection.id), (data) =>
+        data === undefined ? data : upsertRow(data, released),
+      );
+      void queryClient.invalidateQueries({ queryKey: ['connections', connection.id, 'audit'] });
+      onClose();
+    },
+    onError: async (err) => {
+      if (err instanceof ConsoleError && err.code === 'CONFLICT') {
+        let now = 'different';
+        try {
+          const fresh = await client.call('lease.get', { connectionId: connection.id, workId: row.workId });
+          if (fresh !== null) {
+            now = fresh.fencingToken;
+            queryClient.setQueryData<FleetData>(keys.fleet(connection.id), (data) =>
+              data === undefined ? data : upsertRow(data, fresh),
+            );
+          }
+        } catch {
+          // The explanation stands without the new token.
+        }
+        setConflict(
+          `The lease changed hands since you opened this dialog: token ${row.fencingToken} is now ${now}. Review and try again.`,
+        );
+      }
+    },
+  });
+
+  const ready = typed === row.workId && reason.trim() !== '' && !mutation.isPending && conflict === null;
+
+  return (
+    <dialog
+      ref={ref}
+      className="modal"
+      aria-modal="true"
+      aria-labelledby={titleId}
+      aria-describedby={descId}
+      onCancel={(e) => {
+        e.preventDefault();
+        onClose();
+      }}
+    >
+      <form
+        method="dialog"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (ready) mutation.mutate();
+        }}
+      >
+        <h2 id={titleId}>Force release this lease?</h2>
+        <p id={descId}>
+          The fencing token is bumped, so the holder below is fenced out: its next renew or checkpoint fails
+          with FENCED. The action is recorded in the audit log with your reason.
+        </p>
+        <dl className="fields compact">
+          <dt>Connection</dt>
+          <dd>
+            {connection.name} <EnvBadge env={connection.environment} />
+          </dd>
+          <dt>Work ID</dt>
+          <dd className="mono">{row.workId}</dd>
+          <dt>Holder</dt>
+          <dd className="mono">{row.holderId}</dd>
+          <dt>Token being fenced</dt>
+          <dd className="mono">{row.fencingToken}</dd>
+        </dl>
+        <div className="field">
+          <label htmlFor={`${titleId}-work`}>Work ID</label>
+          <span className="field-hint" id={`${titleId}-work-hint`}>
+            Type the work id to confirm.
+          </span>
+          <input
+            id={`${titleId}-work`}
+            aria-describedby={`${titleId}-work-hint`}
+            type="text"
+            autoComplete="off"
+            spellCheck={false}
+            value={typed}
+            onChange={(e) => setTyped(e.target.value)}
+            aria-invalid={typed !== '' && typed !== row.workId}
+            autoFocus
+          />
+        </div>
+        <div className="field">
+          <label htmlFor={`${titleId}-reason`}>Reason</label>
+          <span className="field-hint" id={`${titleId}-reason-hint`}>
+            Required; recorded in the audit log.
+          </span>
+          <textarea
+            id={`${titleId}-reason`}
+            aria-describedby={`${titleId}-reason-hint`}
+            rows={3}
+            required
+            value={reason}
+            onChange={(e) => setReason(e.target.value)}
+          />
+        </div>
+        {conflict !== null && (
+          <div className="error-notice" role="alert">
+            {conflict}
+          </div>
+        )}
+        {mutation.error !== null &&
+          conflict === null &&
+          !(mutation.error instanceof ConsoleError && mutation.error.code === 'CONFLICT') && (
+            <ErrorNotice error={mutation.error} />
+          )}
+        <div className="dialog-actions">
+          <button type="button" onClick={onClose}>
+            {conflict === null ? 'Cancel' : 'Close'}
+          </button>
+          <button type="submit" className="danger" disabled={!ready}>
+            Force release
+          </button>
+        </div>
+      </form>
+    </dialog>
+  );
+}
