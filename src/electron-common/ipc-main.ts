@@ -95,16 +95,13 @@ export function createSenderCheck(options: SenderCheckOptions): (event: InvokeEv
 
 /** The parts of Electron's `ipcMain` the bridge uses. */
 export interface IpcMainLike {
-  handle(channel: string, listener: (event: never, ...args: unknown[]) => unknown): void;
+  handle(channel: string, listener: (event: InvokeEventLike, ...args: unknown[]) => unknown): void;
   removeHandler(channel: string): void;
 }
 
 /** Registers the handler on {@link CALL_CHANNEL}; returns a function that unregisters it. */
 export function registerIpcMainHandler(ipcMain: IpcMainLike, handler: IpcMainHandler): () => void {
-  ipcMain.handle(CALL_CHANNEL, ((event: InvokeEventLike, envelope: unknown) => handler(event, envelope)) as (
-    event: never,
-    ...args: unknown[]
-  ) => unknown);
+  ipcMain.handle(CALL_CHANNEL, (event, envelope) => handler(event, envelope));
   return () => ipcMain.removeHandler(CALL_CHANNEL);
 }
 

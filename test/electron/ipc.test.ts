@@ -38,9 +38,9 @@ function ipcPair(frameUrl = APP_ENTRY_URL) {
     },
   };
   const ipcMain = {
-    handle(channel: string, listener: (event: never, ...args: unknown[]) => unknown) {
+    handle(channel: string, listener: Handler) {
       if (handlers.has(channel)) throw new Error(`second handler for ${channel}`);
-      handlers.set(channel, listener as Handler);
+      handlers.set(channel, listener);
     },
     removeHandler(channel: string) {
       handlers.delete(channel);

@@ -1,0 +1,72 @@
+/**
+ * Bundles the Electron main and preload scripts (and the console core main
+ * imports) into dist/electron/, self-contained so the packaged app ships no
+ * node_modules:
+ *
+ * - main.cjs: CommonJS for Electron's Node, every dependency inlined except
+ *   `electron` and optional native add-ons the libraries only try to load.
+ *   PGlite finds its wasm and data files next to the bundle (copied here),
+ *   through the `import.meta.url` shim below.
+ * - preload.cjs: a sandboxed preload may `require` only `electron`, so it is
+ *   bundled for the browser platform: a Node import would fail the build.
+ * - icon.png for the window.
+ *
+ * Run: `npm run build:electron` (also done by `npm start` / `npm run dist`).
+ */
+import { copyFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { type BuildOptions, build } from 'esbuild';
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+
+/** Optional add-ons that pg and ws `require` inside try/catch; absent on purpose. */
+const OPTIONAL_NATIVE = ['pg-native', 'bufferutil', 'utf-8-validate'];
+const PGLITE_FILES = ['pglite.wasm', 'initdb.wasm', 'pglite.data'];
+
+export function electronBuildOptions(outDir: string): { main: BuildOptions; preload: BuildOptions } {
+  const common: BuildOptions = {
+    bundle: true,
+    format: 'cjs',
+    target: 'node22',
+    sourcemap: 'linked',
+    legalComments: 'none',
+    logLevel: 'warning',
+    absWorkingDir: ROOT,
+  };
+  return {
+    main: {
+      ...common,
+      entryPoints: [path.join(ROOT, 'electron/main.ts')],
+      outfile: path.join(outDir, 'main.cjs'),
+      platform: 'node',
+      external: ['electron', ...OPTIONAL_NATIVE],
+      // ESM sources read files relative to import.meta.url (package.json, PGlite's wasm); in a CJS bundle that is the bundle file.
+      define: { 'import.meta.url': '__bundleUrl', 'import.meta.dirname': '__dirname' },
+      banner: { js: "const __bundleUrl = require('node:url').pathToFileURL(__filename).href;" },
+    },
+    preload: {
+      ...common,
+      entryPoints: [path.join(ROOT, 'electron/preload.ts')],
+      outfile: path.join(outDir, 'preload.cjs'),
+      platform: 'browser',
+      target: 'chrome130',
+      external: ['electron'],
+    },
+  };
+}
+
+export async function buildElectron(outDir = path.join(ROOT, 'dist', 'electron')): Promise<string> {
+  mkdirSync(outDir, { recursive: true });
+  const { main, preload } = electronBuildOptions(outDir);
+  await Promise.all([build(main), build(preload)]);
+  const pgliteDist = path.join(ROOT, 'node_modules', '@electric-sql', 'pglite', 'dist');
+  for (const file of PGLITE_FILES) copyFileSync(path.join(pgliteDist, file), path.join(outDir, file));
+  copyFileSync(path.join(ROOT, 'assets', 'icons', '512x512.png'), path.join(outDir, 'icon.png'));
+  return outDir;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const out = await buildElectron();
+  console.info(`built ${path.relative(process.cwd(), out) || out}/{main,preload}.cjs`);
+}

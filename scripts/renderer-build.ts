@@ -1,0 +1,18 @@
+/** Builds the renderer (Vite, vite.config.ts) into dist/renderer when it is missing or when asked to. */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+export const RENDERER_INDEX = path.join(ROOT, 'dist', 'renderer', 'index.html');
+
+/** Returns true when it built. */
+export async function ensureRenderer(force = false): Promise<boolean> {
+  if (!force && existsSync(RENDERER_INDEX)) return false;
+  const { build } = await import('vite');
+  await build({
+    configFile: path.join(ROOT, 'vite.config.ts'),
+    root: path.join(ROOT, 'renderer'),
+    logLevel: 'warn',
+  });
+  return true;
+}
