@@ -1,0 +1,384 @@
+/**
+ * The chaos run: N holders (one worker thread each) contend for M items while
+ * faults are injected at random; every call lands in one history, which the
+ * checker reads together with the final store.
+ *
+ * Faults: server-side connection kills (`pg_terminate_backend`, `CLIENT KILL`),
+ * Redis paused (`CLIENT PAUSE`, Redis and Redis Cluster only; it pauses the whole
+ * server), holders frozen past their ttl (a blocked event loop, at a random
+ * moment or right before a save), and force-releases through `backend.admin`.
+ *
+ * PGlite lives inside one thread, so its holders run as concurrent loops in the
+ * runner's own thread: connection kills and pauses do not apply to it, and a
+ * freeze blocks all of its holders (and the database) at once.
+ */
+import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { parseBackendUrl } from '../backends/url.ts';
+import { openBackend } from '../index.ts';
+import type { BackendKind, LeaseBackend, OpenOptions } from '../lease/types.ts';
+import { type CheckReport, check, formatReport } from './checker.ts';
+import { dropNamespace, killConnections, pauseRedis } from './faults.ts';
+import {
+  type CallEvent,
+  decodeCounter,
+  FAULT_KINDS,
+  type FaultKind,
+  type FinalState,
+  type HistoryEvent,
+  now,
+} from './history.ts';
+import { brokenBackend, outcomeOf, recordingBackend } from './recording.ts';
+import type { FromThread, ThreadData, ToThread } from './thread.ts';
+import { freezeEvent, freezeThread, runWorker, type WorkerControl, type WorkerStats } from './worker.ts';
+
+export interface ChaosOptions {
+  /** Backend URL: postgres://, redis://, redis+cluster://…, pglite://memory. */
+  url: string;
+  /** Concurrent holders. Default 8. */
+  workers?: number;
+  /** Work items they contend for. Default 4. */
+  items?: number;
+  /** Duration of the fault phase, in seconds. Default 60. */
+  seconds?: number;
+  /** Lease ttl in milliseconds. Default 1000. */
+  ttlMs?: number;
+  /** Heartbeat interval in milliseconds. Default ttlMs / 4. */
+  intervalMs?: number;
+  /** Mean time between faults, in milliseconds. Default 400. */
+  faultEveryMs?: number;
+  /** Which faults to inject. Default: all that apply to the backend. */
+  faults?: readonly FaultKind[];
+  /** Run through {@link brokenBackend} (skips fencing): the checker must report violations. */
+  broken?: boolean;
+  /** Schema / key prefix of the run. Default `chaos_<random>`, dropped at the end. */
+  namespace?: string;
+  /** Keep the namespace after the run (for inspection). Default false. */
+  keep?: boolean;
+  /** Progress lines. Default: none. */
+  log?: (line: string) => void;
+}
+
+export interface ChaosResult {
+  kind: BackendKind;
+  report: CheckReport;
+  /** The one line the CLI prints. */
+  line: string;
+  history: HistoryEvent[];
+  finals: FinalState[];
+  stats: WorkerStats[];
+  /** Faults that could not be injected (the injector's own errors). */
+  injectorErrors: string[];
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The faults that make sense on a backend. */
+export function applicableFaults(kind: BackendKind): FaultKind[] {
+  if (kind === 'pglite') return ['freeze', 'force-release'];
+  if (kind === 'postgres') return ['kill', 'freeze', 'force-release'];
+  return [...FAULT_KINDS];
+}
+
+interface Holders {
+  /** Resolves when every holder is ready to start (threads take a while to load). */
+  ready(): Promise<void>;
+  start(untilMs: number): void;
+  freeze(index: number, ms: number, beforeSave: boolean): void;
+  stop(): void;
+  /** Resolves with every worker's stats once all have finished (or were terminated after `graceMs`). */
+  done(graceMs: number): Promise<WorkerStats[]>;
+}
+
+function threadHolders(
+  count: number,
+  data: (index: number) => ThreadData,
+  history: HistoryEvent[],
+  problems: string[],
+): Holders {
+  const req = createRequire(import.meta.url);
+  // Worker threads do not inherit the loader hooks that run TypeScript; register tsx inside each thread.
+  // require.resolve picks the CommonJS build, whose register() cannot load its hooks from a thread; use its ESM twin.
+  const tsxApi = pathToFileURL(req.resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  const entry = new URL('./thread.ts', import.meta.url).href;
+  const code = `import(${JSON.stringify(tsxApi)}).then((m) => { (m.register ?? m.default.register)(); return import(${JSON.stringify(entry)}); })`;
+  const workers: Worker[] = [];
+  const finished: Promise<WorkerStats>[] = [];
+  const readies: Promise<void>[] = [];
+  for (let i = 0; i < count; i++) {
+    const w = new Worker(code, { eval: true, workerData: data(i) });
+    workers.push(w);
+    let ready: () => void = () => {};
+    readies.push(
+      new Promise<void>((resolve) => {
+        ready = resolve;
+      }),
+    );
+    w.on('exit', () => ready());
+    finished.push(
+      new Promise((resolve) => {
+        let stats: WorkerStats | undefined;
+        w.on('message', (msg: FromThread) => {
+          if (msg.type === 'events') history.push(...msg.events);
+          else if (msg.type === 'ready') ready();
+          else if (msg.type === 'done') {
+            stats = msg.stats;
+            resolve(stats);
+          } else problems.push(`worker ${i}: ${msg.message}`);
+        });
+        w.on('error', (err) => problems.push(`worker ${i}: ${err.stack ?? err.message}`));
+        w.on('exit', () =>
+          resolve(
+            stats ?? {
+              leases: 0,
+              increments: 0,
+              held: 0,
+              lost: 0,
+              crashes: 0,
+              unavailable: 0,
+              unexpected: ['no stats'],
+            },
+          ),
+        );
+      }),
+    );
+  }
+  return {
+    ready: async () => {
+      await Promise.all(readies);
+    },
+    start: (untilMs) => {
+      for (const w of workers) w.postMessage({ type: 'start', untilMs } satisfies ToThread);
+    },
+    freeze: (index, ms, beforeSave) =>
+      workers[index]?.postMessage({ type: 'freeze', ms, beforeSave } satisfies ToThread),
+    stop: () => {
+      for (const w of workers) w.postMessage({ type: 'stop' } satisfies ToThread);
+    },
+    async done(graceMs) {
+      // A thread exits on its own once its loop ends and its backend is closed.
+      const timer = setTimeout(() => {
+        problems.push(`workers still running ${graceMs} ms after stop: terminated`);
+        for (const w of workers) void w.terminate();
+      }, graceMs);
+      const stats = await Promise.all(
+        finished.map((p, i) =>
+          p.then((s) => {
+            void workers[i]?.terminate();
+            return s;
+          }),
+        ),
+      );
+      clearTimeout(timer);
+      return stats;
+    },
+  };
+}
+
+function inProcessHolders(
+  count: number,
+  backend: LeaseBackend,
+  config: (index: number) => ThreadData['config'],
+  history: HistoryEvent[],
+): Holders {
+  const sink = (e: HistoryEvent): void => {
+    history.push(e);
+  };
+  const recorded = recordingBackend(backend, sink);
+  const controls: WorkerControl[] = [];
+  const runs: Promise<WorkerStats>[] = [];
+  return {
+    ready: async () => {},
+    start(untilMs) {
+      for (let i = 0; i < count; i++) {
+        const control: WorkerControl = {
+          freezeBeforeSaveMs: 0,
+          stopped: false,
+          onFreeze: (ms) => freezeEvent(sink, ms),
+        };
+        controls.push(control);
+        runs.push(runWorker(recorded, { ...config(i), untilMs }, sink, control));
+      }
+    },
+    freeze(index, ms, beforeSave) {
+      const control = controls[index];
+      if (control === undefined) return;
+      if (beforeSave) control.freezeBeforeSaveMs = ms;
+      else {
+        freezeEvent(sink, ms);
+        freezeThread(ms);
+      }
+    },
+    stop() {
+      for (const c of controls) c.stopped = true;
+    },
+    async done() {
+      const stats = await Promise.all(runs);
+      await recorded.settled();
+      return stats;
+    },
+  };
+}
+
+async function readFinals(backend: LeaseBackend, items: string[]): Promise<FinalState[]> {
+  const finals: FinalState[] = [];
+  for (const item of items) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const info = await backend.admin.get(item);
+        if (info === null) {
+          finals.push({ item, token: null, value: null });
+        } else {
+          const read = await backend.readCheckpoint({
+            workId: item,
+            holderId: info.holderId,
+            fencingToken: info.fencingToken,
+            expiresAt: info.expiresAt,
+          });
+          finals.push({ item, token: info.fencingToken.toString(), value: decodeCounter(read.state) });
+        }
+        break;
+      } catch (err) {
+        if (attempt >= 20) throw err;
+        await sleep(100);
+      }
+    }
+  }
+  return finals;
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const { kind } = parseBackendUrl(options.url);
+  const workers = options.workers ?? 8;
+  const itemCount = options.items ?? 4;
+  const seconds = options.seconds ?? 60;
+  const ttlMs = options.ttlMs ?? 1000;
+  const intervalMs = options.intervalMs ?? Math.max(1, Math.floor(ttlMs / 4));
+  const faultEveryMs = options.faultEveryMs ?? 400;
+  const faults = (options.faults ?? applicableFaults(kind)).filter((f) => applicableFaults(kind).includes(f));
+  const namespace = options.namespace ?? `chaos_${randomBytes(4).toString('hex')}`;
+  const log = options.log ?? (() => {});
+  if (!Number.isInteger(workers) || workers < 1 || workers > 256)
+    throw new RangeError('workers must be 1..256');
+  if (!Number.isInteger(itemCount) || itemCount < 1 || itemCount > 10_000)
+    throw new RangeError('items must be 1..10000');
+  if (!(seconds > 0)) throw new RangeError('seconds must be positive');
+
+  const openOptions: OpenOptions = {
+    ...(kind === 'postgres' || kind === 'pglite' ? { schema: namespace } : { keyPrefix: namespace }),
+    // Calls that hang (a paused server) fail after this; the holder's deadline decides long before.
+    callTimeoutMs: Math.max(1000, ttlMs * 2),
+  };
+  const items = Array.from({ length: itemCount }, (_, i) => `item-${i}`);
+  const history: HistoryEvent[] = [];
+  const problems: string[] = [];
+  const injectorErrors: string[] = [];
+  // Opening here first creates the schema / layout once, before the holders race to do it.
+  const admin = await openBackend(options.url, openOptions);
+  let finals: FinalState[] = [];
+  let holdersRef: Holders | undefined;
+  let stats: WorkerStats[] = [];
+  try {
+    // The real deadline is set once every holder is loaded and ready.
+    const config = (index: number): ThreadData['config'] => ({ index, items, ttlMs, intervalMs, untilMs: 0 });
+    holdersRef =
+      kind === 'pglite'
+        ? inProcessHolders(workers, options.broken ? brokenBackend(admin) : admin, config, history)
+        : threadHolders(
+            workers,
+            (index) => ({
+              url: options.url,
+              openOptions,
+              broken: options.broken ?? false,
+              config: config(index),
+            }),
+            history,
+            problems,
+          );
+    await holdersRef.ready();
+    const untilMs = now() + seconds * 1000;
+    holdersRef.start(untilMs);
+    log(
+      `chaos ${kind}: ${workers} workers, ${itemCount} items, ${seconds}s, ttl ${ttlMs} ms, faults ${faults.join(',')}`,
+    );
+
+    if (faults.length === 0) await sleep(untilMs - now());
+    while (now() < untilMs && faults.length > 0) {
+      await sleep(faultEveryMs * (0.5 + Math.random()));
+      if (now() >= untilMs) break;
+      const fault = faults[Math.floor(Math.random() * faults.length)]!;
+      try {
+        await inject(fault);
+      } catch (err) {
+        if (injectorErrors.length < 50)
+          injectorErrors.push(`${fault}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    holdersRef.stop();
+    stats = await holdersRef.done(ttlMs * 4 + 15_000);
+    finals = await readFinals(admin, items);
+  } finally {
+    await admin.close().catch(() => {});
+    if (!options.keep) await dropNamespace(kind, options.url, namespace).catch(() => {});
+  }
+  if (problems.length > 0) throw new Error(`chaos workers failed:\n${problems.join('\n')}`);
+
+  const report = check(history, finals);
+  const label = options.broken ? `${kind} (broken backend)` : kind;
+  return { kind, report, line: formatReport(label, report, seconds), history, finals, stats, injectorErrors };
+
+  async function inject(fault: FaultKind): Promise<void> {
+    switch (fault) {
+      case 'kill': {
+        const n = await killConnections(kind, options.url, namespace, 0.3 + Math.random() * 0.7);
+        if (n > 0) history.push({ type: 'fault', kind: 'kill', at: now(), detail: `${n} connections` });
+        return;
+      }
+      case 'pause': {
+        const ms = ttlMs * (0.3 + Math.random() * 1.2);
+        const at = now();
+        const node = await pauseRedis(kind, options.url, ms);
+        history.push({ type: 'fault', kind: 'pause', at, detail: `${node} for ${Math.round(ms)} ms` });
+        return;
+      }
+      case 'freeze': {
+        // Past the ttl: by the time the holder runs again, the server may have given its lease away.
+        const ms = ttlMs * (1.2 + Math.random() * 0.8);
+        holdersRef?.freeze(Math.floor(Math.random() * workers), ms, Math.random() < 0.5);
+        return;
+      }
+      case 'force-release': {
+        const item = items[Math.floor(Math.random() * items.length)]!;
+        const info = await admin.admin.get(item);
+        if (info === null) return;
+        const started = now();
+        const event: Omit<CallEvent, 'outcome' | 'end' | 'token'> = {
+          type: 'call',
+          item,
+          holder: 'operator',
+          call: 'forceRelease',
+          start: started,
+        };
+        try {
+          const after = await admin.admin.forceRelease(item, {
+            expectedToken: info.fencingToken,
+            operator: 'chaos',
+            reason: 'chaos fault injection',
+          });
+          history.push({ ...event, token: after.fencingToken.toString(), outcome: 'ok', end: now() });
+          history.push({
+            type: 'fault',
+            kind: 'force-release',
+            at: started,
+            detail: `${item} from ${info.holderId}`,
+          });
+        } catch (err) {
+          history.push({ ...event, token: null, outcome: outcomeOf(err), end: now(), error: String(err) });
+        }
+        return;
+      }
+    }
+  }
+}
