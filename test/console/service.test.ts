@@ -257,6 +257,22 @@ describe('console service on PostgreSQL', () => {
     }
   });
 
+  it('tests a URL without migrating: clock and latency, or SCHEMA_MISMATCH', async () => {
+    const service = createConsoleService();
+    try {
+      const ok = await call(service, 'connections.test', { url: `${PG_URL}?schema=${ns}` });
+      expect(ok.kind).toBe('postgres');
+      expect(Math.abs(ok.serverTime - Date.now())).toBeLessThan(5_000);
+      const missing = uniqueNamespace('absent');
+      expect(await codeOf(service.call('connections.test', { url: `${PG_URL}?schema=${missing}` }))).toBe(
+        'SCHEMA_MISMATCH',
+      );
+      expect(await codeOf(service.call('connections.test', { url: 'mysql://db' }))).toBe('INVALID_ARGUMENT');
+    } finally {
+      await service.close();
+    }
+  });
+
   it('derives statuses by the server clock even when the local clock is 5 minutes off', async () => {
     const skew = 5 * 60_000;
     const service = createConsoleService({

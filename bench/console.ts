@@ -1,0 +1,349 @@
+/**
+ * `npm run bench:console` — the admin console against a large fleet:
+ *
+ * 1. Snapshot: how long the console's fleet model takes to load 100 000
+ *    leases (change cursor + paged `admin.list`) until it is live. Target < 1 s.
+ * 2. Latency: writes at 1 000 changes/s (renewals), measured from the moment
+ *    each write returned to the moment a WebSocket subscriber of the web mode
+ *    received the row. p50 and p99; target p99 ≤ 250 ms.
+ * 3. Idle load: what one idle console connection costs the backend with the
+ *    100 000 leases in place, per second. Counted three ways: backend API calls
+ *    (a counting wrapper around the backend the console opens), and the
+ *    server's own count — Postgres: `xact_commit` of a database the bench
+ *    creates for itself (so other clients of the server do not show up);
+ *    Redis: MONITOR lines naming the bench's key prefix. Target ≤ 1/s.
+ *
+ * The fleet is created through the public `acquire` call at high concurrency.
+ * Everything the bench creates is removed at the end.
+ *
+ * Usage: npm run bench:console -- [--backends postgres,redis] [--leases 100000]
+ *        [--rate 1000] [--seconds 10] [--idle-seconds 10] [--pg <server url>] [--redis <url>]
+ */
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { WebSocket } from 'ws';
+import { ConsoleEventSchema } from '../src/console/api.ts';
+import { ServerClock } from '../src/console/clock.ts';
+import { FleetModel } from '../src/console/model.ts';
+import { createConsoleService } from '../src/console/service.ts';
+import {
+  type LeaseAdmin,
+  type LeaseBackend,
+  type LeaseRecord,
+  type OpenOptions,
+  openBackend,
+} from '../src/index.ts';
+import { startWebServer } from '../src/server/http.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    backends: { type: 'string', default: 'postgres,redis' },
+    leases: { type: 'string', default: '100000' },
+    rate: { type: 'string', default: '1000' },
+    seconds: { type: 'string', default: '10' },
+    'idle-seconds': { type: 'string', default: '10' },
+    pg: {
+      type: 'string',
+      default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+    },
+    redis: { type: 'string', default: process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' },
+  },
+});
+const LEASES = Number(args.leases);
+const RATE = Number(args.rate);
+const SECONDS = Number(args.seconds);
+const IDLE_SECONDS = Number(args['idle-seconds']);
+const TTL_MS = 3_600_000;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs: number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
+};
+const fmt = (n: number, d = 1) => n.toFixed(d);
+
+/** Counts every admin call made through the backend the console opened. */
+function counting(backend: LeaseBackend, counts: Map<string, number>): LeaseBackend {
+  const admin = {} as Record<string, unknown>;
+  for (const [name, fn] of Object.entries(backend.admin)) {
+    admin[name] = (...a: unknown[]) => {
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+      return (fn as (...x: unknown[]) => unknown).apply(backend.admin, a);
+    };
+  }
+  return { ...backend, admin: admin as unknown as LeaseAdmin };
+}
+
+async function createFleet(backend: LeaseBackend, n: number): Promise<LeaseRecord[]> {
+  const held: LeaseRecord[] = new Array(n);
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: 256 }, async () => {
+      while (next < n) {
+        const i = next++;
+        held[i] = await backend.acquire(`job-${String(i).padStart(6, '0')}`, `worker-${i % 500}`, TTL_MS);
+      }
+    }),
+  );
+  const s = (performance.now() - t0) / 1000;
+  console.log(`  created ${n} leases through acquire in ${fmt(s)} s (${fmt(n / s, 0)} acquires/s)`);
+  return held;
+}
+
+interface Target {
+  kind: 'postgres' | 'redis';
+  /** URL the console opens (namespace as a query parameter). */
+  consoleUrl: string;
+  open(extra?: OpenOptions): Promise<LeaseBackend>;
+  /** Server-side operation count for the idle window: start → stop returns ops/s. */
+  serverOps(): Promise<() => Promise<{ perSecond: number; what: string }>>;
+  cleanup(): Promise<void>;
+}
+
+async function postgresTarget(): Promise<Target> {
+  const db = `wl_bench_console_${randomBytes(3).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: args.pg });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${db}`);
+  const url = new URL(args.pg);
+  url.pathname = `/${db}`;
+  const dbUrl = url.toString();
+  return {
+    kind: 'postgres',
+    consoleUrl: `${dbUrl}?schema=bench`,
+    open: (extra = {}) => openBackend(dbUrl, { schema: 'bench', poolSize: 20, ...extra }),
+    async serverOps() {
+      const read = async () => {
+        // The stats collector flushes at most every ~0.5 s (PG ≥ 15: on commit of idle backends, up to 1 s late).
+        await admin.query('SELECT pg_stat_clear_snapshot()');
+        const r = await admin.query<{ n: string }>(
+          'SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1',
+          [db],
+        );
+        return Number(r.rows[0]?.n ?? 0);
+      };
+      const before = await read();
+      const t0 = performance.now();
+      return async () => {
+        const after = await read();
+        const s = (performance.now() - t0) / 1000;
+        return {
+          perSecond: (after - before) / s,
+          what: `transactions/s in database ${db} (pg_stat_database)`,
+        };
+      };
+    },
+    async cleanup() {
+      await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
+async function redisTarget(): Promise<Target> {
+  const prefix = `wlbench_${randomBytes(3).toString('hex')}`;
+  return {
+    kind: 'redis',
+    consoleUrl: `${args.redis}?keyPrefix=${prefix}`,
+    open: (extra = {}) => openBackend(args.redis, { keyPrefix: prefix, ...extra }),
+    async serverOps() {
+      // MONITOR sees every command of every client; counting the lines that
+      // name our prefix isolates this console from the rest of the server.
+      const mon = new Redis(args.redis);
+      mon.on('error', () => {});
+      let calls = 0;
+      let inLua = 0;
+      const monitor = await mon.monitor();
+      // ioredis's MONITOR parser can trip on very busy servers; a lost count is reported, not fatal.
+      monitor.on('error', () => {});
+      monitor.on('monitor', (_time: string, argv: string[], source: string) => {
+        if (!argv.some((a) => a.includes(prefix))) return;
+        // Commands a Lua script runs show up too (source "lua"); they are not round trips.
+        if (String(source).includes('lua')) inLua++;
+        else calls++;
+      });
+      const t0 = performance.now();
+      return async () => {
+        const s = (performance.now() - t0) / 1000;
+        monitor.disconnect();
+        mon.disconnect();
+        return {
+          perSecond: calls / s,
+          what: `Redis commands/s from clients (+ ${fmt(inLua / s, 1)}/s run inside Lua) touching prefix ${prefix} (MONITOR)`,
+        };
+      };
+    },
+    async cleanup() {
+      const r = new Redis(args.redis);
+      let cursor = '0';
+      do {
+        const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 5000);
+        cursor = next;
+        if (keys.length > 0) await r.unlink(...keys);
+      } while (cursor !== '0');
+      r.disconnect();
+    },
+  };
+}
+
+async function benchTarget(t: Target): Promise<void> {
+  console.log(`\n== ${t.kind} ==`);
+  const writer = await t.open();
+  try {
+    const held = await createFleet(writer, LEASES);
+
+    // (1) Snapshot into the model.
+    const reader = await t.open({ migrate: false });
+    const times: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const clock = new ServerClock(() => reader.admin.serverTime());
+      await clock.measure();
+      const model = new FleetModel(reader.admin, clock, { pageSize: 10_000 });
+      const t0 = performance.now();
+      const live = new Promise<void>((resolve) =>
+        model.subscribe((e) => {
+          if (e.type === 'state' && e.state === 'live') resolve();
+        }),
+      );
+      model.start();
+      await live;
+      times.push(performance.now() - t0);
+      if (model.size !== LEASES) throw new Error(`model holds ${model.size} rows, expected ${LEASES}`);
+      await model.close();
+    }
+    await reader.close();
+    console.log(
+      `  (1) snapshot of ${LEASES} leases into the model: ${times.map((x) => fmt(x, 0)).join(' / ')} ms (best ${fmt(Math.min(...times), 0)} ms; target < 1000 ms)`,
+    );
+
+    // A console (service + web mode) on the fleet, counting its backend calls.
+    const counts = new Map<string, number>();
+    const service = createConsoleService({
+      connections: [{ name: t.kind, url: t.consoleUrl }],
+      openBackend: async (url, options) => counting(await openBackend(url, options), counts),
+    });
+    const server = await startWebServer({ service, port: 0 });
+    try {
+      const id = service.connections()[0]!.id;
+      await service.waitLive(id, 60_000);
+
+      // (3) Idle load: let the poll back off, then count. Postgres flushes an
+      // idle backend's statistics up to 10 s late, so the writer's last acquires
+      // must be counted before the window opens.
+      await sleep(t.kind === 'postgres' ? 12_000 : 3000);
+      counts.clear();
+      const stop = await t.serverOps();
+      await sleep(IDLE_SECONDS * 1000);
+      const server1 = await stop();
+      const calls = [...counts.values()].reduce((a, b) => a + b, 0);
+      console.log(
+        `  (3) idle load, one connection, ${LEASES} leases: ${fmt(calls / IDLE_SECONDS, 2)} backend calls/s ` +
+          `(${[...counts].map(([k, v]) => `${k} ${v}`).join(', ')} in ${IDLE_SECONDS} s); ` +
+          `${fmt(server1.perSecond, 2)} ${server1.what}; target ≤ 1/s`,
+      );
+
+      // (2) Latency at RATE changes/s through the WebSocket.
+      const ws = new WebSocket(`ws://127.0.0.1:${server.port}/api/events?token=${server.token}`);
+      await new Promise((resolve, reject) => {
+        ws.once('open', resolve);
+        ws.once('error', reject);
+      });
+      // Each hot work item is renewed every hot.length / RATE seconds, so at most
+      // one write per item is in flight: a row whose expiresAt passed the
+      // previous record's reflects this write (or a later one).
+      interface Write {
+        start: number;
+        prevExpires: number;
+        done: number | null;
+        seen: number | null;
+      }
+      const pending = new Map<string, Write>();
+      const fromStart: number[] = [];
+      const fromDone: number[] = [];
+      const writeMs: number[] = [];
+      const settle = (w: Write, workId: string): void => {
+        if (w.done === null || w.seen === null) return;
+        fromStart.push(w.seen - w.start);
+        // The event can beat the writer's own reply: that counts as zero.
+        fromDone.push(Math.max(0, w.seen - w.done));
+        pending.delete(workId);
+      };
+      ws.on('message', (data) => {
+        const now = performance.now();
+        const event = ConsoleEventSchema.parse(JSON.parse(String(data)));
+        if (event.type !== 'leases') return;
+        for (const row of event.upserts) {
+          const w = pending.get(row.workId);
+          if (w === undefined || w.seen !== null || row.expiresAt <= w.prevExpires) continue;
+          w.seen = now;
+          settle(w, row.workId);
+        }
+      });
+      const hot = held.slice(0, 2000);
+      let writes = 0;
+      let failures = 0;
+      const t0 = performance.now();
+      const total = RATE * SECONDS;
+      let inFlight = 0;
+      for (let i = 0; i < total; i++) {
+        const due = t0 + (i * 1000) / RATE;
+        const wait = due - performance.now();
+        if (wait > 1) await sleep(wait);
+        const slot = i % hot.length;
+        const rec = hot[slot]!;
+        const start = performance.now();
+        const w: Write = { start, prevExpires: rec.expiresAt.getTime(), done: null, seen: null };
+        pending.set(rec.workId, w);
+        inFlight++;
+        writer
+          .renew(rec, TTL_MS)
+          .then((next) => {
+            hot[slot] = next;
+            writes++;
+            w.done = performance.now();
+            writeMs.push(w.done - start);
+            settle(w, rec.workId);
+          })
+          .catch(() => {
+            failures++;
+            pending.delete(rec.workId);
+          })
+          .finally(() => inFlight--);
+      }
+      while (inFlight > 0) await sleep(5);
+      const elapsed = (performance.now() - t0) / 1000;
+      await sleep(1500);
+      ws.close();
+      console.log(
+        `  (2) change → WebSocket subscriber at ${fmt(writes / elapsed, 0)} changes/s for ${fmt(elapsed)} s ` +
+          `(${fromDone.length} of ${writes} writes seen, ${pending.size} unseen, ${failures} failed; target p99 ≤ 250 ms):\n` +
+          `      from the write's reply: p50 ${fmt(pct(fromDone, 50))} ms, p99 ${fmt(pct(fromDone, 99))} ms, max ${fmt(pct(fromDone, 100))} ms\n` +
+          `      from the write's start: p50 ${fmt(pct(fromStart, 50))} ms, p99 ${fmt(pct(fromStart, 99))} ms ` +
+          `(the write itself: p50 ${fmt(pct(writeMs, 50))} ms, p99 ${fmt(pct(writeMs, 99))} ms)`,
+      );
+    } finally {
+      await server.close();
+      await service.close();
+    }
+  } finally {
+    await writer.close();
+    await t.cleanup();
+  }
+}
+
+console.log(
+  `console bench: ${LEASES} leases, ${RATE} changes/s for ${SECONDS} s, idle window ${IDLE_SECONDS} s (node ${process.version})`,
+);
+for (const kind of args.backends.split(',')) {
+  const target = kind === 'postgres' ? await postgresTarget() : kind === 'redis' ? await redisTarget() : null;
+  if (target === null) throw new Error(`unknown backend ${kind}`);
+  try {
+    await benchTarget(target);
+  } catch (err) {
+    console.error(`  ${kind} failed:`, err);
+    process.exitCode = 1;
+  }
+}
