@@ -2,13 +2,15 @@
  * The CLI end to end on real PostgreSQL: each test spawns `bin/worklease`
  * (about 1 s of tsx start-up each, so the runs are few and each checks a lot).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildProgram } from '../../src/cli/program.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../../src/index.ts';
 import { PG_URL, uniqueNamespace } from '../support/backends.ts';
 import { dropNamespace } from '../support/faults.ts';
 import { run, start } from './support.ts';
 
+// Each spawn pays ~1 s of tsx start-up, several when the machine is busy: be generous.
+vi.setConfig({ testTimeout: 90_000 });
 const target = { kind: 'postgres' as const, url: PG_URL };
 const ns = uniqueNamespace('cli');
 const demoNs = uniqueNamespace('clidemo');

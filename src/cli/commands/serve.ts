@@ -123,6 +123,8 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
   const url = resolveUrl(options.backend);
   const token = options.serve ? resolveToken(options.token) : '';
   if (options.serve) checkHost(options.host);
+  if (parseBackendUrl(url).kind === 'pglite')
+    warn(`starting ${redactUrl(url)} (embedded Postgres; this takes a few seconds)`);
   const backend = await openCli(url, globals, true);
   const fleet = startDemoFleet(backend, {
     workers: options.workers,
