@@ -666,19 +666,26 @@ class RedisDriver implements LeaseDriver {
   async changeCursor(): Promise<string> {
     const L = this.layout;
     // Buckets live on different masters on a cluster: one call per bucket, all in flight at once.
-    const ids = await Promise.all(L.chg.map((key) => this.run<string>('changeCursor', S.streamHead, [key])));
-    return encodeChangeCursor(ids.map(String));
+    const heads = await Promise.all(
+      L.chg.map((key) => this.run<[string, number]>('changeCursor', S.streamHead, [key])),
+    );
+    return encodeChangeCursor(heads.map(([id, ordinal]) => ({ id: String(id), ordinal: Number(ordinal) })));
   }
 
   async changes(cursor: string, limit: number): Promise<ChangeBatch> {
     const L = this.layout;
-    const ids = decodeChangeCursor(cursor, L.buckets);
+    const positions = decodeChangeCursor(cursor, L.buckets);
     // Each bucket contributes at most its share, so one batch costs O(limit) however many buckets are busy;
     // the merged batch is cut to `limit` and each bucket's cursor moves only past what was returned.
     const perBucket = Math.max(1, Math.ceil(limit / L.buckets));
     const replies = await Promise.all(
       L.chg.map((key, b) =>
-        this.run<[number, Array<[string, string[]]>]>('changes', S.changesRead, [key, ids[b]!, perBucket]),
+        this.run<[number, Array<[string, string[]]>]>('changes', S.changesRead, [
+          key,
+          positions[b]!.id,
+          perBucket,
+          positions[b]!.ordinal,
+        ]),
       ),
     );
     if (replies.some(([gap]) => gap === 1)) return { changes: [], cursor, gap: true };
@@ -687,10 +694,10 @@ class RedisDriver implements LeaseDriver {
       for (const [id, fields] of entries) merged.push({ bucket, id, fields });
     });
     merged.sort((x, y) => compareStreamIds(x.id, y.id) || x.bucket - y.bucket);
-    const next = [...ids];
+    const next = positions.map((p) => ({ ...p }));
     const changes: LeaseChange[] = [];
     for (const { bucket, id, fields } of merged.slice(0, limit)) {
-      next[bucket] = id;
+      next[bucket] = { id, ordinal: next[bucket]!.ordinal + 1 };
       const m = fieldMap(fields);
       const workId = m.get('workId') ?? '';
       const kind = m.get('kind') ?? '';

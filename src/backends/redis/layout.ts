@@ -15,7 +15,7 @@
  * | `<P>:{<P>:b<n>}:l:<workId>` | hash   | one lease: {@link INFO_FIELDS} plus `state` and `last_op`      |
  * | `<P>:{<P>:b<n>}:tok`        | hash   | workId → last fencing token; survives pruning                  |
  * | `<P>:{<P>:b<n>}:ids`        | zset   | workIds, score 0 (lexicographic index for paged listing)      |
- * | `<P>:{<P>:b<n>}:exp`        | zset   | workId → expires_at ms (ended/expired leases for prune)        |
+ * | `<P>:{<P>:b<n>}:exp`        | zset   | workId → expires_at ms, a lower bound (see scripts.ts), for prune |
  * | `<P>:{<P>:b<n>}:chg`        | stream | change feed: `workId kind token version`, `MAXLEN ~ 10000`     |
  * | `<P>:{<P>:b<n>}:aud`        | stream | admin audit log (force-release), `MAXLEN ~ 10000`              |
  *
@@ -137,23 +137,29 @@ export class Layout {
 // Cursors are opaque to callers but must be validated: a cursor is
 // `<tag>.<payload>` so one from another call (or backend) is refused up front.
 
-const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
+const POSITION = /^(\d{1,20}-\d{1,20})~(\d{1,20})$/;
 
-/** The change-feed cursor: the last stream id seen in every bucket. */
-export function encodeChangeCursor(ids: readonly string[]): string {
-  return `rc1.${ids.length}.${ids.join('.')}`;
+/** Where a change reader is in one bucket's stream: last id read and its ordinal (see scripts.ts). */
+export interface StreamPosition {
+  id: string;
+  ordinal: number;
 }
 
-export function decodeChangeCursor(cursor: string, buckets: number): string[] {
+/** The change-feed cursor: one stream position per bucket. */
+export function encodeChangeCursor(positions: readonly StreamPosition[]): string {
+  return `rc2.${positions.length}.${positions.map((p) => `${p.id}~${p.ordinal}`).join('.')}`;
+}
+
+export function decodeChangeCursor(cursor: string, buckets: number): StreamPosition[] {
   const parts = cursor.split('.');
-  if (parts[0] !== 'rc1' || parts[1] !== String(buckets) || parts.length !== buckets + 2) {
+  if (parts[0] !== 'rc2' || parts[1] !== String(buckets) || parts.length !== buckets + 2) {
     throw new InvalidArgumentError('options.cursor is not a change cursor of this Redis backend');
   }
-  const ids = parts.slice(2);
-  for (const id of ids) {
-    if (!STREAM_ID.test(id)) throw new InvalidArgumentError('options.cursor holds a malformed stream id');
-  }
-  return ids;
+  return parts.slice(2).map((part) => {
+    const m = POSITION.exec(part);
+    if (m === null) throw new InvalidArgumentError('options.cursor holds a malformed stream position');
+    return { id: m[1]!, ordinal: Number(m[2]) };
+  });
 }
 
 /** The list cursor: the last work id a page returned (or every bucket examined up to). */

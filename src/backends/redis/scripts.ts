@@ -15,7 +15,7 @@
  * Replies tell every outcome apart, so a call never needs a second round trip:
  * the first element is a status word (`OK`, `HELD`, `FENCED`, `EXPIRED`,
  * `NOTFOUND`, `CONFLICT`), the rest is that outcome's payload, as documented on
- * each script. Lua numbers become integer replies; tokens and versions are
+ * each script. Numbers travel as decimal strings; tokens and versions are
  * exact up to 2^53.
  *
  * Every write bumps the lease's `version` and appends one entry (workId, kind
@@ -37,15 +37,21 @@ const INFO = INFO_FIELDS.map((f) => `'${f}'`).join(', ');
 const VALUES = INFO_FIELDS.map((_, i) => `v[${i + 1}]`).join(', ');
 const FIELD_VALUES = INFO_FIELDS.map((f, i) => `'${f}', v[${i + 1}]`).join(', ');
 
+/**
+ * `now` (number) and `nows` (its decimal string). Numbers are turned into strings once, with
+ * `string.format('%d')`: Redis would otherwise format every numeric argument with `%.17g` and
+ * `table.concat` with `%.14g`, which together cost more than the rest of a renew.
+ */
 const NOW = `
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)`;
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local nows = string.format('%d', now)`;
 
 /**
  * `emit(stream, workId, kind, v)` appends one change carrying the lease as it is after the write:
- * the INFO_FIELDS values joined by LF into one `lease` field (never the state bytes). One field
- * instead of fourteen pairs keeps XADD cheap on the hot path; LF cannot occur in any value (ids
- * refuse control characters, the rest are numbers and fixed words).
+ * the INFO_FIELDS values (strings) joined by LF into one `lease` field, never the state bytes. One
+ * field instead of fourteen pairs keeps XADD cheap on the hot path; LF cannot occur in any value
+ * (ids refuse control characters, the rest are numbers and fixed words).
  */
 const EMIT = `
 local function emit(stream, workId, kind, v)
@@ -55,15 +61,29 @@ end`;
 
 /**
  * Token check and liveness check shared by renew, checkpoint and release. ARGV[2] is the record's
- * token. Leaves the lease's INFO_FIELDS in `v` (missing ones as '') with the version already bumped.
+ * token. Leaves the lease's INFO_FIELDS in `v` (missing ones as '') with the version already bumped,
+ * and the stored expiry in `old` (number).
  */
 const GUARD = `${EMIT}
 local v = redis.call('HMGET', KEYS[1], ${INFO})
 if v[2] ~= ARGV[2] then return {'FENCED', v[2]} end
 ${NOW}
-if tonumber(v[3]) <= now then return {'EXPIRED', v[3]} end
+local old = tonumber(v[3])
+if old <= now then return {'EXPIRED', v[3]} end
 for i = 1, ${INFO_FIELDS.length} do if not v[i] then v[i] = '' end end
-v[14] = v[14] + 1`;
+v[14] = string.format('%d', v[14] + 1)`;
+
+/**
+ * The expiry index `exp` holds a lower bound of each lease's expires_at: exact after acquire,
+ * release and force-release, and left alone when renew/checkpoint push the expiry later (the
+ * common case), which saves a ZADD per heartbeat. It is lowered when a renew shortens the lease.
+ * prune re-checks the hash and raises stale scores.
+ */
+const EXTEND = `
+local expires = now + ARGV[3]
+v[3] = string.format('%d', expires)
+v[4] = ARGV[3]
+if expires < old then redis.call('ZADD', KEYS[2], v[3], ARGV[1]) end`;
 
 export interface ScriptDef {
   numberOfKeys: number;
@@ -89,13 +109,14 @@ local pred = 'none'
 if v[2] then
   if v[4] == 'released' or v[4] == 'force-released' then pred = v[4] else pred = 'expired' end
 else
-  redis.call('ZADD', KEYS[3], 0, ARGV[1])
+  redis.call('ZADD', KEYS[3], '0', ARGV[1])
 end
-local clean = 0
-if pred == 'none' or pred == 'released' then clean = 1 end
-local token = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
-local expires = now + ARGV[3]
-v = {ARGV[2], token, expires, ARGV[3], ARGV[4], now, '', '', '', v[6] or '', clean, pred, '', (tonumber(v[5]) or 0) + 1}
+local clean = '0'
+if pred == 'none' or pred == 'released' then clean = '1' end
+local token = string.format('%d', redis.call('HINCRBY', KEYS[2], ARGV[1], 1))
+local expires = string.format('%d', now + ARGV[3])
+v = {ARGV[2], token, expires, ARGV[3], ARGV[4], nows, '', '', '', v[6] or '', clean, pred, '',
+  string.format('%d', (tonumber(v[5]) or 0) + 1)}
 redis.call('HSET', KEYS[1], ${FIELD_VALUES}, 'last_op', 'acquired')
 redis.call('ZADD', KEYS[4], expires, ARGV[1])
 emit(KEYS[5], ARGV[1], 'acquired', v)
@@ -111,12 +132,10 @@ return {'OK', token, expires}`,
 export const renew: ScriptDef = {
   numberOfKeys: 3,
   lua: `${GUARD}
-v[3] = now + ARGV[3]
-v[4] = ARGV[3]
-v[7] = now
-redis.call('HSET', KEYS[1], 'expires_at', v[3], 'ttl_ms', v[4], 'renewed_at', now, 'version', v[14],
+${EXTEND}
+v[7] = nows
+redis.call('HSET', KEYS[1], 'expires_at', v[3], 'ttl_ms', v[4], 'renewed_at', nows, 'version', v[14],
   'last_op', 'renewed')
-redis.call('ZADD', KEYS[2], v[3], ARGV[1])
 emit(KEYS[3], ARGV[1], 'renewed', v)
 return {'OK', v[3]}`,
 };
@@ -128,13 +147,11 @@ return {'OK', v[3]}`,
 export const checkpoint: ScriptDef = {
   numberOfKeys: 3,
   lua: `${GUARD}
-v[3] = now + ARGV[3]
-v[4] = ARGV[3]
-v[8] = now
-v[10] = #ARGV[4]
-redis.call('HSET', KEYS[1], 'state', ARGV[4], 'state_size', v[10], 'checkpointed_at', now,
+${EXTEND}
+v[8] = nows
+v[10] = string.format('%d', #ARGV[4])
+redis.call('HSET', KEYS[1], 'state', ARGV[4], 'state_size', v[10], 'checkpointed_at', nows,
   'expires_at', v[3], 'ttl_ms', v[4], 'version', v[14], 'last_op', 'checkpointed')
-redis.call('ZADD', KEYS[2], v[3], ARGV[1])
 emit(KEYS[3], ARGV[1], 'checkpointed', v)
 return {'OK', v[3]}`,
 };
@@ -147,10 +164,10 @@ return {'OK', v[3]}`,
 export const release: ScriptDef = {
   numberOfKeys: 3,
   lua: `${GUARD}
-v[3] = now - 1
-v[9] = now
+v[3] = string.format('%d', now - 1)
+v[9] = nows
 v[13] = 'released'
-redis.call('HSET', KEYS[1], 'expires_at', v[3], 'released_at', now, 'ended', 'released',
+redis.call('HSET', KEYS[1], 'expires_at', v[3], 'released_at', nows, 'ended', 'released',
   'version', v[14], 'last_op', 'released')
 redis.call('ZADD', KEYS[2], v[3], ARGV[1])
 emit(KEYS[3], ARGV[1], 'released', v)
@@ -177,16 +194,16 @@ end
 ${NOW}
 for i = 1, ${INFO_FIELDS.length} do if not v[i] then v[i] = '' end end
 local oldToken = v[2]
-v[2] = redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
-v[3] = now - 1
-v[9] = now
+v[2] = string.format('%d', redis.call('HINCRBY', KEYS[2], ARGV[1], 1))
+v[3] = string.format('%d', now - 1)
+v[9] = nows
 v[13] = 'force-released'
-v[14] = v[14] + 1
-redis.call('HSET', KEYS[1], 'token', v[2], 'expires_at', v[3], 'released_at', now,
+v[14] = string.format('%d', v[14] + 1)
+redis.call('HSET', KEYS[1], 'token', v[2], 'expires_at', v[3], 'released_at', nows,
   'ended', 'force-released', 'version', v[14], 'last_op', 'force-released')
 redis.call('ZADD', KEYS[3], v[3], ARGV[1])
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', ARGV[1], 'operator', ARGV[3],
-  'reason', ARGV[4], 'old_holder', v[1], 'old_token', oldToken, 'new_token', v[2], 'at', now)
+  'reason', ARGV[4], 'old_holder', v[1], 'old_token', oldToken, 'new_token', v[2], 'at', nows)
 emit(KEYS[4], ARGV[1], 'force-released', v)
 return {'OK', ${VALUES}}`,
 };
@@ -213,25 +230,36 @@ return {f[1], #f[2], string.sub(f[2], ARGV[1] + 1, ARGV[1] + ARGV[2])}`,
  * and run-out leases all have expires_at in the past; live ones are never touched) and their index
  * entries; the token counter stays so a later acquire continues the sequence. Emits a `pruned`
  * change (token = the last token, version = last version + 1) per deleted lease.
+ * `exp` scores are lower bounds (see EXTEND): a candidate whose hash says it expires later gets its
+ * true score and is skipped, so every candidate leaves the range and the loop ends.
  * Returns how many lease hashes it deleted.
  */
 export const prune: ScriptDef = {
   numberOfKeys: 3,
   lua: `
 ${NOW}
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - ARGV[1], 'LIMIT', 0, ARGV[2])
+local cutoff = now - ARGV[1]
+local limit = tonumber(ARGV[2])
 local n = 0
-for i = 1, #ids do
-  local id = ids[i]
-  local key = ARGV[3] .. id
-  local f = redis.call('HMGET', key, 'token', 'version')
-  redis.call('DEL', key)
-  redis.call('ZREM', KEYS[1], id)
-  redis.call('ZREM', KEYS[2], id)
-  if f[1] then
-    n = n + 1
-    redis.call('XADD', KEYS[3], 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', id, 'kind', 'pruned',
-      'token', f[1], 'version', (tonumber(f[2]) or 0) + 1)
+while n < limit do
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'LIMIT', 0, limit - n)
+  if #ids == 0 then break end
+  for i = 1, #ids do
+    local id = ids[i]
+    local key = ARGV[3] .. id
+    local f = redis.call('HMGET', key, 'token', 'version', 'expires_at')
+    if f[1] and tonumber(f[3]) > cutoff then
+      redis.call('ZADD', KEYS[1], f[3], id)
+    else
+      redis.call('DEL', key)
+      redis.call('ZREM', KEYS[1], id)
+      redis.call('ZREM', KEYS[2], id)
+      if f[1] then
+        n = n + 1
+        redis.call('XADD', KEYS[3], 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', id, 'kind', 'pruned',
+          'token', f[1], 'version', string.format('%d', (tonumber(f[2]) or 0) + 1))
+      end
+    end
   end
 end
 return n`,
@@ -275,55 +303,50 @@ return {done, last, out}`,
 };
 
 /**
- * changesRead (one bucket) — KEYS: chg. ARGV: cursorId (exclusive), count.
- * - `{1, {}}` gap: entries after the cursor may have been trimmed away (MAXLEN ~). Trimming only removes
- *   the oldest entries and nothing else deletes entries, so `entries-added - length` entries are gone,
- *   all older than the first remaining one; if the cursor is older than that first entry (or than the
- *   last generated id when everything was trimmed), a change after it may be lost. Conservative: when
- *   the cursor is exactly the last trimmed entry it still reports a gap.
+ * The position of a change cursor in one bucket's stream is the last stream id read plus its
+ * ordinal: how many entries the stream had received up to and including it (`entries-added`
+ * counts every entry ever added, Redis 7). Trimming only removes the oldest entries and nothing
+ * else deletes entries, so `entries-added - length` entries are gone, and they are exactly the
+ * ordinals 1..that number: a reader at ordinal k missed something iff more than k were removed.
+ */
+const STREAM_INFO = `
+local len, added, last = 0, 0, '0-0'
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local info = redis.call('XINFO', 'STREAM', KEYS[1])
+  for i = 1, #info, 2 do
+    local k = info[i]
+    if k == 'length' then len = info[i + 1]
+    elseif k == 'entries-added' then added = info[i + 1]
+    elseif k == 'last-generated-id' then last = info[i + 1] end
+  end
+end`;
+
+/**
+ * changesRead (one bucket) — KEYS: chg. ARGV: cursor id (exclusive), count, cursor ordinal.
+ * - `{1, {}}` gap: entries after the cursor were trimmed away (MAXLEN ~), or the stream was deleted
+ *   and started over (fewer entries added than the cursor's ordinal).
  * - `{0, {{streamId, {field, value, …}}, …}}` up to `count` entries after the cursor, oldest first;
  *   each holds `workId`, `kind` and `lease` (the lease after that write, see `emit`), or for
- *   `pruned` `token` and `version` instead of `lease`.
+ *   `pruned` `token` and `version` instead of `lease`. They have ordinals k+1, k+2, ….
  */
 export const changesRead: ScriptDef = {
   numberOfKeys: 1,
-  lua: `
-if redis.call('EXISTS', KEYS[1]) == 0 then return {0, {}} end
-local function before(a, b)
-  local am, as = string.match(a, '^(%d+)-(%d+)$')
-  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
-  am, bm = tonumber(am), tonumber(bm)
-  if am ~= bm then return am < bm end
-  return tonumber(as) < tonumber(bs)
-end
-local info = redis.call('XINFO', 'STREAM', KEYS[1])
-local len, added, first, last = 0, 0, '0-0', '0-0'
-for i = 1, #info, 2 do
-  local k = info[i]
-  if k == 'length' then len = info[i + 1]
-  elseif k == 'entries-added' then added = info[i + 1]
-  elseif k == 'recorded-first-entry-id' then first = info[i + 1]
-  elseif k == 'last-generated-id' then last = info[i + 1] end
-end
-if added > len then
-  if (len == 0 and before(ARGV[1], last)) or (len > 0 and before(ARGV[1], first)) then return {1, {}} end
-end
+  lua: `${STREAM_INFO}
+local k = tonumber(ARGV[3])
+if added - len > k or added < k then return {1, {}} end
+if added == k then return {0, {}} end
 return {0, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2])}`,
 };
 
 /**
- * streamHead — KEYS: a stream. Returns its last generated id ('0-0' when it does not exist), which is
- * where a change cursor starts: XREVRANGE would go back in time once trimming emptied the stream.
+ * streamHead — KEYS: a stream. Returns `{last generated id, entries added}` ('0-0', 0 when it does
+ * not exist): where a change cursor starts. XREVRANGE would go back in time once trimming emptied
+ * the stream.
  */
 export const streamHead: ScriptDef = {
   numberOfKeys: 1,
-  lua: `
-if redis.call('EXISTS', KEYS[1]) == 0 then return '0-0' end
-local info = redis.call('XINFO', 'STREAM', KEYS[1])
-for i = 1, #info, 2 do
-  if info[i] == 'last-generated-id' then return info[i + 1] end
-end
-return '0-0'`,
+  lua: `${STREAM_INFO}
+return {last, added}`,
 };
 
 /**

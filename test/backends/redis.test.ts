@@ -1,0 +1,505 @@
+/**
+ * Redis-specific behaviour, on standalone Redis and on Redis Cluster: slot
+ * placement and key layout, spreading over masters, dropped and in-flight
+ * connections, NOSCRIPT after SCRIPT FLUSH, change-stream trimming, prefix
+ * isolation and the layout check. The lease contract itself is covered by the
+ * conformance suite (test/conformance).
+ *
+ * Each test uses its own key prefix and removes its keys afterwards (SCAN on
+ * every master). Tests that stall a server (CLIENT PAUSE) use a private
+ * redis-server / cluster so other test files sharing 127.0.0.1:6379 never wait.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { openRedis } from '../../src/backends/redis/index.ts';
+import { Layout } from '../../src/backends/redis/layout.ts';
+import type { LeaseBackend, OpenOptions } from '../../src/index.ts';
+import { REDIS_URL, uniqueNamespace } from '../support/backends.ts';
+import { type RedisCluster, startRedisCluster } from '../support/redis-cluster.ts';
+
+const LIVE = 30_000;
+/** Generous bound for "never hangs": callTimeoutMs in these tests is 2 s. */
+const BOUND_MS = 8_000;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+interface Node {
+  host: string;
+  port: number;
+}
+
+/** Every master of the deployment behind `url` (the one node for standalone). */
+async function masters(url: string): Promise<Node[]> {
+  const hosts = url
+    .replace(/^[a-z+]+:\/\//, '')
+    .split('/')[0]!
+    .split(',');
+  const seeds = hosts.map((h) => {
+    const i = h.lastIndexOf(':');
+    return { host: h.slice(0, i), port: Number(h.slice(i + 1)) };
+  });
+  if (!url.startsWith('redis+cluster:')) return seeds;
+  const text = String(await withNode(seeds[0]!, (r) => r.call('CLUSTER', 'NODES')));
+  return text
+    .split('\n')
+    .filter((line) => line.includes('master') && !line.includes('fail'))
+    .map((line) => {
+      const addr = line.split(' ')[1]!.split('@')[0]!;
+      const i = addr.lastIndexOf(':');
+      return { host: addr.slice(0, i), port: Number(addr.slice(i + 1)) };
+    });
+}
+
+async function withNode<T>(node: Node, fn: (r: Redis) => Promise<T>): Promise<T> {
+  const r = new Redis({
+    ...node,
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    connectionName: 'redis-test-admin',
+  });
+  r.on('error', () => {});
+  await r.connect();
+  try {
+    return await fn(r);
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** Runs `fn` on every master; returns the results in master order. */
+async function onMasters<T>(url: string, fn: (r: Redis) => Promise<T>): Promise<T[]> {
+  return Promise.all((await masters(url)).map((m) => withNode(m, fn)));
+}
+
+async function keysOf(url: string, prefix: string): Promise<string[][]> {
+  return onMasters(url, async (r) => {
+    const out: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      out.push(...keys);
+    } while (cursor !== '0');
+    return out;
+  });
+}
+
+async function dropPrefix(url: string, prefix: string): Promise<void> {
+  await onMasters(url, async (r) => {
+    let cursor = '0';
+    do {
+      const [next, keys] = await r.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      // One key per UNLINK: on a cluster node the keys still span slots.
+      await Promise.all(keys.map((k) => r.unlink(k)));
+    } while (cursor !== '0');
+  });
+}
+
+/** Kills this backend's connections (named worklease:<prefix>) on every master; returns how many. */
+async function killConnections(url: string, prefix: string): Promise<number> {
+  const counts = await onMasters(url, async (r) => {
+    const list = String(await r.call('CLIENT', 'LIST', 'TYPE', 'normal'));
+    let n = 0;
+    for (const line of list.split('\n')) {
+      const id = / id=(\d+) /.exec(` ${line}`)?.[1];
+      if (id !== undefined && line.includes(` name=worklease:${prefix} `)) {
+        n += Number(await r.call('CLIENT', 'KILL', 'ID', id));
+      }
+    }
+    return n;
+  });
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'OK';
+  } catch (err) {
+    return (err as { code?: string }).code ?? String(err);
+  }
+}
+
+/** Settles `p` or fails the test when it takes longer than `ms` (a hang). */
+async function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Opens backends under fresh prefixes and cleans everything up after each test. */
+function harness(url: () => string) {
+  let opened: Array<{ b: LeaseBackend; url: string; prefix: string }> = [];
+  afterEach(async () => {
+    const list = opened;
+    opened = [];
+    await Promise.all(list.map((o) => o.b.close().catch(() => {})));
+    for (const o of list) await dropPrefix(o.url, o.prefix);
+  });
+  return {
+    async open(prefix = uniqueNamespace('rt'), extra: OpenOptions = {}, at = url()) {
+      const b = await openRedis(at, { keyPrefix: prefix, callTimeoutMs: 2000, ...extra });
+      opened.push({ b, url: at, prefix });
+      return { b, prefix };
+    },
+    track(b: LeaseBackend, prefix: string, at = url()) {
+      opened.push({ b, url: at, prefix });
+    },
+  };
+}
+
+const targets = [
+  { name: 'redis', url: () => REDIS_URL },
+  { name: 'redis-cluster', url: () => inject('redisClusterUrl') },
+];
+
+describe.each(targets)('Redis backend on $name', ({ name, url }) => {
+  const h = harness(url);
+  const cluster = name === 'redis-cluster';
+
+  it('opens with the right kind and hides the password in its url', async () => {
+    const { b } = await h.open();
+    expect(b.kind).toBe(name);
+    const withPassword = url().replace('://', '://someone:s3cret@');
+    const err = await openRedis(withPassword, { keyPrefix: uniqueNamespace('rt'), callTimeoutMs: 2000 }).then(
+      (x) => x,
+      (e: unknown) => e as Error,
+    );
+    // The servers here have no password: the AUTH is refused, and the secret never shows up.
+    if (err instanceof Error) expect(err.message).not.toContain('s3cret');
+    else {
+      expect(err.url).not.toContain('s3cret');
+      await err.close();
+    }
+  });
+
+  it('keeps every key of one work item in one hash slot, and lays keys out as documented', async () => {
+    const { b, prefix } = await h.open();
+    const layout = new Layout(prefix, 32);
+    const ids = ['a', 'job/42', 'z🙂', '{tag}x', 'päckchen', 'x'.repeat(512)];
+    for (const id of ids) {
+      const rec = await b.acquire(id, 'h1', LIVE);
+      await b.checkpoint(rec, Uint8Array.of(0, 255, 1), LIVE);
+      await b.admin.forceRelease(id, {
+        expectedToken: rec.fencingToken,
+        operator: 'op',
+        reason: 'layout test',
+      });
+    }
+    if (cluster) {
+      await withNode((await masters(url()))[0]!, async (r) => {
+        for (const id of ids) {
+          const slots = new Set<number>();
+          for (const key of layout.keysOf(id)) slots.add(Number(await r.call('CLUSTER', 'KEYSLOT', key)));
+          expect(slots.size, `keys of '${id}'`).toBe(1);
+        }
+      });
+    }
+    const all = (await keysOf(url(), prefix)).flat();
+    expect(all).toContain(`${prefix}:meta`);
+    for (const key of all) expect(key.startsWith(`${prefix}:`)).toBe(true);
+    // Per key: its type, and that no lease data carries a Redis TTL (expired leases stay visible).
+    const id = ids[0]!;
+    const [leaseKey, tok, idx, exp, chg, aud] = layout.keysOf(id);
+    const expected: Record<string, string> = {
+      [leaseKey!]: 'hash',
+      [tok!]: 'hash',
+      [idx!]: 'zset',
+      [exp!]: 'zset',
+      [chg!]: 'stream',
+      [aud!]: 'stream',
+      [`${prefix}:meta`]: 'hash',
+    };
+    const admin = cluster
+      ? new Redis.Cluster((await masters(url())).slice(0, 1), { lazyConnect: true })
+      : new Redis(url(), { lazyConnect: true });
+    admin.on('error', () => {});
+    await admin.connect();
+    try {
+      for (const [key, type] of Object.entries(expected)) {
+        expect(await admin.type(key), key).toBe(type);
+        expect(await admin.pttl(key), key).toBe(-1);
+      }
+      expect(await admin.hgetall(`${prefix}:meta`)).toMatchObject({ layout: '1', buckets: '32' });
+      const lease = await admin.hgetall(leaseKey!);
+      expect(lease).toMatchObject({ holder: 'h1', token: '2', ended: 'force-released', state_size: '3' });
+      expect(await admin.hget(tok!, id)).toBe('2');
+      expect(await admin.zscore(idx!, id)).toBe('0');
+      expect(Number(await admin.zscore(exp!, id))).toBe(Number(lease.expires_at));
+      const [[, fields]] = (await admin.xrevrange(chg!, '+', '-', 'COUNT', 1)) as [[string, string[]]];
+      expect(fields.slice(0, 4)).toEqual(['workId', id, 'kind', 'force-released']);
+      // The change feed never carries checkpoint bytes.
+      expect(fields).not.toContain('state');
+      expect(await admin.xlen(aud!)).toBeGreaterThanOrEqual(1);
+    } finally {
+      admin.disconnect();
+    }
+  });
+
+  // Cluster only (a standalone server is one master); defined only there rather than skipped.
+  if (cluster) {
+    it('spreads the buckets of one prefix over all masters', async () => {
+      const { b, prefix } = await h.open();
+      await Promise.all(Array.from({ length: 64 }, (_, i) => b.acquire(`spread-${i}`, 'h', LIVE)));
+      const perMaster = await keysOf(url(), prefix);
+      expect(perMaster).toHaveLength(3);
+      for (const keys of perMaster) expect(keys.filter((k) => k.includes('}:l:')).length).toBeGreaterThan(0);
+    });
+  }
+
+  it('after CLIENT KILL of its connections a call succeeds or fails with BACKEND_UNAVAILABLE in bound, then recovers', async () => {
+    const { b, prefix } = await h.open();
+    const rec = await b.acquire('killed', 'h1', LIVE);
+    for (let round = 0; round < 3; round++) {
+      expect(await killConnections(url(), prefix)).toBeGreaterThan(0);
+      const code = await within(BOUND_MS, codeOf(b.renew(rec, LIVE)));
+      expect(['OK', 'BACKEND_UNAVAILABLE']).toContain(code);
+      let recovered = 'none';
+      const deadline = Date.now() + BOUND_MS;
+      while (recovered !== 'OK' && Date.now() < deadline) {
+        recovered = await within(BOUND_MS, codeOf(b.renew(rec, LIVE)));
+        if (recovered !== 'OK') await sleep(50);
+      }
+      expect(recovered).toBe('OK');
+    }
+    expect((await b.admin.get('killed'))?.fencingToken).toBe(1n);
+  });
+
+  it('recovers from NOSCRIPT after SCRIPT FLUSH', async () => {
+    const { b } = await h.open();
+    const rec = await b.acquire('flushed', 'h1', LIVE);
+    await onMasters(url(), (r) => r.script('FLUSH'));
+    await b.renew(rec, LIVE);
+    await b.checkpoint(rec, Uint8Array.of(1, 2, 3), LIVE);
+    expect((await b.readCheckpoint(rec)).state).toEqual(Buffer.from([1, 2, 3]));
+    await onMasters(url(), (r) => r.script('FLUSH'));
+    const other = await b.acquire('flushed-2', 'h2', LIVE);
+    expect(other.fencingToken).toBe(1n);
+    await b.release(rec);
+    expect((await b.admin.get('flushed'))?.ended).toBe('released');
+    expect((await b.admin.changes({ cursor: await b.admin.changeCursor() })).gap).toBe(false);
+  });
+
+  it('reports a gap when the change stream was trimmed past the cursor, and none otherwise', async () => {
+    const { b, prefix } = await h.open();
+    const layout = new Layout(prefix, 32);
+    const id = 'trimmed';
+    const chg = layout.chg[layout.bucketOf(id)]!;
+    // XTRIM through a cluster-aware client so it lands on the bucket's master.
+    const admin = cluster
+      ? new Redis.Cluster((await masters(url())).slice(0, 1), { lazyConnect: true })
+      : new Redis(url(), { lazyConnect: true });
+    admin.on('error', () => {});
+    await admin.connect();
+    try {
+      // A cursor taken on empty streams ('0-0' everywhere), then entries added and some trimmed away.
+      const start = await b.admin.changeCursor();
+      const rec = await b.acquire(id, 'h1', LIVE);
+      await b.renew(rec, LIVE);
+      expect((await b.admin.changes({ cursor: start })).gap).toBe(false);
+      const afterRenew = await b.admin.changeCursor();
+      await b.renew(rec, LIVE);
+      await b.renew(rec, LIVE);
+      expect(await admin.xtrim(chg, 'MAXLEN', 1)).toBe(3);
+      const fromStart = await b.admin.changes({ cursor: start });
+      expect(fromStart.gap).toBe(true);
+      expect(fromStart.changes).toEqual([]);
+      // The cursor's own entry and the one after it were trimmed: changes were lost.
+      expect((await b.admin.changes({ cursor: afterRenew })).gap).toBe(true);
+      // A fresh cursor is fine, also after everything was trimmed.
+      const fresh = await b.admin.changeCursor();
+      expect(await admin.xtrim(chg, 'MAXLEN', 0)).toBe(1);
+      const batch = await b.admin.changes({ cursor: fresh });
+      expect(batch).toMatchObject({ gap: false, changes: [] });
+      await b.renew(rec, LIVE);
+      const next = await b.admin.changes({ cursor: batch.cursor });
+      expect(next.gap).toBe(false);
+      expect(next.changes.map((c) => [c.workId, c.kind, c.version])).toEqual([[id, 'renewed', 5n]]);
+    } finally {
+      admin.disconnect();
+    }
+  });
+
+  it('keeps two prefixes apart', async () => {
+    const { b: one, prefix: p1 } = await h.open();
+    const { b: two, prefix: p2 } = await h.open();
+    const r1 = await one.acquire('shared-id', 'h1', LIVE);
+    await one.release(r1);
+    expect((await one.acquire('shared-id', 'h1', LIVE)).fencingToken).toBe(2n);
+    expect((await two.acquire('shared-id', 'h2', LIVE)).fencingToken).toBe(1n);
+    expect((await one.admin.list()).items.map((i) => [i.workId, i.holderId])).toEqual([['shared-id', 'h1']]);
+    expect((await two.admin.list()).items.map((i) => [i.workId, i.holderId])).toEqual([['shared-id', 'h2']]);
+    const cursor = await two.admin.changeCursor();
+    await one.admin.forceRelease('shared-id', { expectedToken: 2n, operator: 'op', reason: 'isolation' });
+    expect((await two.admin.changes({ cursor })).changes).toEqual([]);
+    expect(await two.admin.audit()).toEqual([]);
+    expect(await one.admin.prune({ olderThanMs: 0 })).toBe(1);
+    expect((await two.admin.get('shared-id'))?.holderId).toBe('h2');
+    for (const keys of await keysOf(url(), p1))
+      for (const k of keys) expect(k.startsWith(`${p1}:`)).toBe(true);
+    expect((await keysOf(url(), p2)).flat().every((k) => !k.startsWith(`${p1}:`))).toBe(true);
+  });
+
+  it('with migrate:false refuses a prefix without (or with another) layout: SCHEMA_MISMATCH', async () => {
+    const prefix = uniqueNamespace('rt');
+    const err = await openRedis(url(), { keyPrefix: prefix, migrate: false, callTimeoutMs: 2000 }).then(
+      () => null,
+      (e: unknown) => e as Error & { code?: string },
+    );
+    expect(err?.code).toBe('SCHEMA_MISMATCH');
+    expect(err?.message).toContain('worklease migrate');
+    expect((await keysOf(url(), prefix)).flat()).toEqual([]);
+    const { b } = await h.open(prefix);
+    const again = await openRedis(url(), { keyPrefix: prefix, migrate: false, callTimeoutMs: 2000 });
+    h.track(again, prefix);
+    const rec = await b.acquire('m', 'h', LIVE);
+    expect((await again.admin.get('m'))?.fencingToken).toBe(rec.fencingToken);
+    await withNode(
+      await nodeOfKey(url(), `${prefix}:meta`),
+      async (r) => void (await r.hset(`${prefix}:meta`, 'layout', '99')),
+    );
+    expect(await codeOf(openRedis(url(), { keyPrefix: prefix, migrate: false, callTimeoutMs: 2000 }))).toBe(
+      'SCHEMA_MISMATCH',
+    );
+    expect(await codeOf(openRedis(url(), { keyPrefix: prefix, callTimeoutMs: 2000 }))).toBe(
+      'SCHEMA_MISMATCH',
+    );
+  });
+
+  it('prune finds a lease whose renew shortened it, and skips one renewed past its old expiry', async () => {
+    const { b, prefix } = await h.open();
+    const layout = new Layout(prefix, 32);
+    const shortened = await b.acquire('shortened', 'h', LIVE);
+    await b.renew(shortened, 1);
+    const extended = await b.acquire('extended', 'h', 50);
+    await b.renew(extended, LIVE);
+    await sleep(80);
+    expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
+    expect(await b.admin.get('shortened')).toBeNull();
+    const info = await b.admin.get('extended');
+    expect(info?.ended).toBeNull();
+    await withNode(await nodeOfKey(url(), layout.exp[layout.bucketOf('extended')]!), async (r) => {
+      expect(Number(await r.zscore(layout.exp[layout.bucketOf('extended')]!, 'extended'))).toBe(
+        info?.expiresAt.getTime(),
+      );
+    });
+    // The token continues after the prune.
+    expect((await b.acquire('shortened', 'h', LIVE)).fencingToken).toBe(2n);
+  });
+});
+
+/** The master that holds `key` (the only node for standalone). */
+async function nodeOfKey(url: string, key: string): Promise<Node> {
+  const all = await masters(url);
+  if (!url.startsWith('redis+cluster:')) return all[0]!;
+  const slot = Number(await withNode(all[0]!, (r) => r.call('CLUSTER', 'KEYSLOT', key)));
+  const slots = (await withNode(all[0]!, (r) => r.call('CLUSTER', 'SLOTS'))) as Array<
+    [number, number, [string, number]]
+  >;
+  const owner = slots.find(([from, to]) => slot >= from && slot <= to);
+  if (owner === undefined) throw new Error(`no owner for slot ${slot}`);
+  return { host: owner[2][0], port: Number(owner[2][1]) };
+}
+
+/** A throw-away standalone redis-server on a free loopback port. */
+async function startRedisServer(): Promise<{ url: string; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'worklease-redis-'));
+  const port = await new Promise<number>((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as net.AddressInfo).port;
+      srv.close(() => resolve(p));
+    });
+  });
+  const child: ChildProcess = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: 'ignore' },
+  );
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const up = await withNode({ host: '127.0.0.1', port }, (r) => r.ping()).catch(() => null);
+    if (up === 'PONG') break;
+    if (Date.now() > deadline) throw new Error('private redis-server did not start');
+    await sleep(50);
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    async stop() {
+      child.kill('SIGKILL');
+      if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+// CLIENT PAUSE stalls every client of a server, so these run on private servers.
+describe('a call in flight when its connection is killed', () => {
+  let standalone: { url: string; stop(): Promise<void> };
+  let privateCluster: RedisCluster;
+  beforeAll(async () => {
+    [standalone, privateCluster] = await Promise.all([startRedisServer(), startRedisCluster(3)]);
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all([standalone?.stop(), privateCluster?.stop()]);
+  });
+
+  it.each(['redis', 'redis-cluster'])(
+    'on %s fails with BACKEND_UNAVAILABLE and is never re-sent (no double apply)',
+    async (kind) => {
+      const url = kind === 'redis' ? standalone.url : privateCluster.url;
+      const prefix = uniqueNamespace('rtk');
+      const b = await openRedis(url, { keyPrefix: prefix, callTimeoutMs: 2000 });
+      try {
+        await b.acquire('warm-up', 'h', LIVE);
+        // Writes (and scripts) are held by the server; the kill then drops the held call with its client.
+        await onMasters(url, (r) => r.call('CLIENT', 'PAUSE', '1500', 'WRITE'));
+        const pending = within(BOUND_MS, codeOf(b.acquire('in-flight', 'h1', LIVE)));
+        await sleep(200);
+        expect(await killConnections(url, prefix)).toBeGreaterThan(0);
+        expect(await pending).toBe('BACKEND_UNAVAILABLE');
+        await onMasters(url, (r) => r.call('CLIENT', 'UNPAUSE'));
+        await sleep(300);
+        // Had the client re-sent the acquire after reconnecting, the item would now be held.
+        expect(await within(BOUND_MS, b.admin.get('in-flight'))).toBeNull();
+        const rec = await within(BOUND_MS, b.acquire('in-flight', 'h1', LIVE));
+        expect(rec.fencingToken).toBe(1n);
+      } finally {
+        await onMasters(url, (r) => r.call('CLIENT', 'UNPAUSE')).catch(() => {});
+        await b.close();
+        await dropPrefix(url, prefix);
+      }
+    },
+    30_000,
+  );
+
+  it('an unreachable server fails open with BACKEND_UNAVAILABLE in bound', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const srv = net.createServer();
+      srv.listen(0, '127.0.0.1', () => {
+        const p = (srv.address() as net.AddressInfo).port;
+        srv.close(() => resolve(p));
+      });
+    });
+    const started = Date.now();
+    expect(await codeOf(openRedis(`redis://127.0.0.1:${port}`, { callTimeoutMs: 500 }))).toBe(
+      'BACKEND_UNAVAILABLE',
+    );
+    expect(Date.now() - started).toBeLessThan(BOUND_MS);
+    expect(await codeOf(openRedis('redis://127.0.0.1:6379/notadb'))).toBe('INVALID_ARGUMENT');
+    expect(await codeOf(openRedis('redis+cluster://127.0.0.1:1,127.0.0.1:x'))).toBe('INVALID_ARGUMENT');
+  });
+});
