@@ -100,7 +100,7 @@ function createWindow(): void {
     show: false,
     title: 'worklease console',
     icon: WINDOW_ICON,
-    webPreferences: { ...WEB_PREFERENCES, preload: PRELOAD },
+    webPreferences: { ...WEB_PREFERENCES, devTools: !app.isPackaged, preload: PRELOAD },
   });
   mainWindow.once('ready-to-show', () => mainWindow?.show());
   mainWindow.on('closed', () => {

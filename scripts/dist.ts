@@ -14,7 +14,7 @@ import { ensureRenderer, ROOT } from './renderer-build.ts';
 
 if (electronBinaryPath() === null) {
   console.error(
-    `npm run dist: Electron is not installed on this machine (${ELECTRON_MISSING_REASON}), and packaging needs it and network access. Run it where \`npm ci\` can download Electron (approve electron's install script: \`npm install-scripts approve electron\`).`,
+    `npm run dist: Electron is not installed on this machine (${ELECTRON_MISSING_REASON}), and packaging needs it and network access. On a machine with network, fetch it with \`node node_modules/electron/install.js\` (package.json denies electron's install script so that \`npm ci\` works offline), then run this again.`,
   );
   process.exit(1);
 }

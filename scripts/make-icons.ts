@@ -198,7 +198,8 @@ export function iconSvg(): string {
   const r = RING_R * s;
   const c = s / 2;
   const end = (a: number): string => `${c + r * Math.sin(a)} ${c - r * Math.cos(a)}`;
-  return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${s} ${s}" width="${s}" height="${s}">
+  return `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${s} ${s}" width="${s}" height="${s}" role="img">
+  <title>worklease console</title>
   <defs>
     <linearGradient id="bg" x1="0" y1="0" x2="0" y2="1">
       <stop offset="0" stop-color="rgb(${TOP.join(',')})"/>

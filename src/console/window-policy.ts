@@ -37,7 +37,8 @@ export const WEB_PREFERENCES = Object.freeze({
   navigateOnDragDrop: false,
   safeDialogs: true,
   spellcheck: false,
-  devTools: true,
+  /** Main turns devtools on for unpackaged (development) runs only. */
+  devTools: false,
 } as const);
 
 /**

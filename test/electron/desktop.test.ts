@@ -57,7 +57,7 @@ describe('desktop console', () => {
     expect(info.profilesEditable).toBe(true);
     await core.close();
     await core.close(); // idempotent (the cleanup closes it a third time)
-  });
+  }, 90_000);
 
   it('opens saved profiles instead of the demo', async () => {
     const file = tempProfiles();

@@ -36,6 +36,7 @@ describe('window policy: webPreferences', () => {
       webviewTag: false,
       experimentalFeatures: false,
       navigateOnDragDrop: false,
+      devTools: false,
     });
     expect(Object.isFrozen(WEB_PREFERENCES)).toBe(true);
     expect(WEB_PREFERENCES).not.toHaveProperty('preload');
