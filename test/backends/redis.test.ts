@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openRedis } from '../../src/backends/redis/index.ts';
-import { Layout } from '../../src/backends/redis/layout.ts';
+import { fnv1a, Layout } from '../../src/backends/redis/layout.ts';
 import type { LeaseBackend, OpenOptions } from '../../src/index.ts';
 import { REDIS_URL, uniqueNamespace } from '../support/backends.ts';
 import { type RedisCluster, startRedisCluster } from '../support/redis-cluster.ts';
@@ -501,5 +501,43 @@ describe('a call in flight when its connection is killed', () => {
     expect(Date.now() - started).toBeLessThan(BOUND_MS);
     expect(await codeOf(openRedis('redis://127.0.0.1:6379/notadb'))).toBe('INVALID_ARGUMENT');
     expect(await codeOf(openRedis('redis+cluster://127.0.0.1:1,127.0.0.1:x'))).toBe('INVALID_ARGUMENT');
+  });
+});
+
+describe('layout and cursors', () => {
+  it('buckets by FNV-1a of the UTF-8 bytes (no I/O)', () => {
+    const ref = (s: string): number => {
+      let h = 0x811c9dc5;
+      for (const byte of Buffer.from(s, 'utf8')) h = Math.imul(h ^ byte, 0x01000193);
+      return h >>> 0;
+    };
+    for (const s of [
+      'a',
+      'job/42',
+      'z🙂',
+      'päckchen',
+      '日本語',
+      '\u07ff\u0800\uffff',
+      '🙂🙂x',
+      'x'.repeat(600),
+    ]) {
+      expect(fnv1a(s), s).toBe(ref(s));
+    }
+    const layout = new Layout('p', 32);
+    expect(layout.keysOf('a')[0]).toBe(`p:{p:b${ref('a') % 32}}:l:a`);
+  });
+
+  it('refuses cursors that are not its own', async () => {
+    const prefix = uniqueNamespace('rt');
+    const b = await openRedis(REDIS_URL, { keyPrefix: prefix, callTimeoutMs: 2000 });
+    try {
+      for (const cursor of ['x', 'rc2.32.1-0~0', 'rl2.', `rc2.2.0-0~0.0-0~0`]) {
+        expect(await codeOf(b.admin.changes({ cursor })), cursor).toBe('INVALID_ARGUMENT');
+      }
+      expect(await codeOf(b.admin.list({ cursor: 'rc2.nope' }))).toBe('INVALID_ARGUMENT');
+    } finally {
+      await b.close();
+      await dropPrefix(REDIS_URL, prefix);
+    }
   });
 });

@@ -6,13 +6,15 @@
  * every outcome: scripts.ts. Connection and retry policy: connection.ts.
  * Error classification: errors.ts.
  *
- * Orderings this backend gives (documented because they are not global):
- * - `list` pages are ordered by bucket, then by work id (bytewise) within a
- *   bucket — not globally by work id. A work item that exists for the whole
- *   walk is listed exactly once.
+ * Orderings this backend gives:
+ * - `list` pages are ordered by work id compared as UTF-8 bytes (= code point
+ *   order; JavaScript's default sort differs only between U+E000–U+FFFF and
+ *   astral characters), merged across buckets (see `list`). A work item that
+ *   exists for the whole walk is listed exactly once.
  * - `changes` are oldest-first within a bucket; across buckets they are merged
  *   by stream id (the writing master's clock), which is not a global order on
- *   a cluster. Apply them by (token, version).
+ *   a cluster. Apply them by (token, version). `gap` is exact: it is reported
+ *   only when an entry after the cursor was trimmed (scripts.ts, STREAM_INFO).
  * - `audit` without a work id merges the buckets' audit streams by time.
  */
 import { createHash } from 'node:crypto';

@@ -54,18 +54,10 @@ export const INFO_FIELDS = [
 /** FNV-1a (32 bit) of the UTF-8 bytes of `s`, without allocating the encoded bytes. */
 export function fnv1a(s: string): number {
   let h = 0x811c9dc5;
-  const add = (byte: number): void => {
-    h = Math.imul(h ^ byte, 0x01000193);
-  };
   for (let i = 0; i < s.length; i++) {
     let c = s.charCodeAt(i);
     if (c < 0x80) {
-      add(c);
-      continue;
-    }
-    if (c < 0x800) {
-      add(0xc0 | (c >> 6));
-      add(0x80 | (c & 0x3f));
+      h = Math.imul(h ^ c, 0x01000193);
       continue;
     }
     if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
@@ -73,16 +65,21 @@ export function fnv1a(s: string): number {
       if (lo >= 0xdc00 && lo <= 0xdfff) {
         c = 0x10000 + ((c - 0xd800) << 10) + (lo - 0xdc00);
         i++;
-        add(0xf0 | (c >> 18));
-        add(0x80 | ((c >> 12) & 0x3f));
-        add(0x80 | ((c >> 6) & 0x3f));
-        add(0x80 | (c & 0x3f));
-        continue;
       }
     }
-    add(0xe0 | (c >> 12));
-    add(0x80 | ((c >> 6) & 0x3f));
-    add(0x80 | (c & 0x3f));
+    // UTF-8 bytes of code point c (2, 3 or 4 of them), hashed in order.
+    if (c < 0x800) {
+      h = Math.imul(h ^ (0xc0 | (c >> 6)), 0x01000193);
+    } else {
+      if (c < 0x10000) {
+        h = Math.imul(h ^ (0xe0 | (c >> 12)), 0x01000193);
+      } else {
+        h = Math.imul(h ^ (0xf0 | (c >> 18)), 0x01000193);
+        h = Math.imul(h ^ (0x80 | ((c >> 12) & 0x3f)), 0x01000193);
+      }
+      h = Math.imul(h ^ (0x80 | ((c >> 6) & 0x3f)), 0x01000193);
+    }
+    h = Math.imul(h ^ (0x80 | (c & 0x3f)), 0x01000193);
   }
   return h >>> 0;
 }

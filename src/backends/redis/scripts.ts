@@ -24,11 +24,20 @@
  * misses a write and never shows one that did not happen.
  *
  * Idempotence (what happens if a script ran but its reply was lost, and the
- * caller sends the call again): acquire → `HELD` (the first one took it),
- * renew/checkpoint → applied again (same effect, later expiry), release →
- * `EXPIRED` (it already ended), forceRelease → `CONFLICT` (token moved on).
- * None of them double-applies a token bump, but several turn a success into an
- * error, which is why the client never re-sends a call by itself (index.ts).
+ * call is sent again): acquire → `HELD` (the first one took it) — or, if that
+ * lease's ttl already ran out, a second acquisition with the next token;
+ * renew/checkpoint → applied again (later expiry, one more version);
+ * release → `EXPIRED` (it already ended); forceRelease → `CONFLICT` (token
+ * moved on). So a re-send can turn a success into an error or take a second
+ * token: the driver writes each call to the server at most once (index.ts,
+ * connection.ts) and leaves retries to the caller.
+ *
+ * Cost (measured with INFO commandstats on Redis 7.0, loaded 2-core machine):
+ * renew ≈ 23 µs of server time per call, of which HMGET of the 14 lease
+ * fields ≈ 3, XADD ≈ 3, HSET ≈ 2, TIME < 0.2, the rest Lua (reply/argument
+ * conversion, string building); the bench's raw HGET+HSET script ≈ 4 µs.
+ * Formatting numbers with string.format('%d') once instead of letting Redis
+ * format numeric arguments (%.17g) cut this by about a quarter.
  */
 import { INFO_FIELDS, STREAM_MAXLEN } from './layout.ts';
 
