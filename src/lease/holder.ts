@@ -126,6 +126,7 @@ interface Heartbeat {
   onLost: ((error: LeaseLostError) => void) | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
   running: boolean;
+  tick: () => Promise<void>;
 }
 
 /** A callback that throws must not break the holder's bookkeeping; it surfaces like an emitter listener's error. */
@@ -171,6 +172,7 @@ class Holder implements LeaseHolder {
   private rejectEnded!: (err: LeaseLostError) => void;
   private lastBackendError: unknown;
   private beat: Heartbeat | undefined;
+  private releasing = false;
 
   constructor(
     backend: LeaseBackend,
@@ -312,7 +314,7 @@ class Holder implements LeaseHolder {
    * attempt, retries on BACKEND_UNAVAILABLE, loss on FENCED / LEASE_EXPIRED,
    * and an early LeaseLostError when the deadline passes while the call hangs.
    */
-  async run<T>(op: (record: LeaseRecord) => Promise<T>): Promise<T> {
+  async run<T>(op: (record: LeaseRecord) => Promise<T>, isRelease = false): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       this.assertLive();
       const start = this.clock();
@@ -321,6 +323,8 @@ class Holder implements LeaseHolder {
         value = await Promise.race([op(this.record), this.endedPromise]);
       } catch (err) {
         if (this.ended !== undefined) throw this.ended;
+        // A renew or save still in flight when release() started may see the lease already released.
+        if (this.releasing && !isRelease) throw err;
         if (isCode(err, ErrorCode.FENCED)) throw this.lose('fenced', err);
         if (isCode(err, ErrorCode.LEASE_EXPIRED)) throw this.lose('expired', err);
         if (!isCode(err, ErrorCode.BACKEND_UNAVAILABLE)) throw err;
@@ -351,6 +355,9 @@ class Holder implements LeaseHolder {
 
   async release(): Promise<void> {
     let retried = false;
+    // No new heartbeat renewals from here; the beat stays registered so a loss found by the release still reaches onLost.
+    this.releasing = true;
+    if (this.beat?.timer !== undefined) clearTimeout(this.beat.timer);
     try {
       await this.run(async (record) => {
         try {
@@ -360,10 +367,17 @@ class Holder implements LeaseHolder {
           if (isCode(err, ErrorCode.BACKEND_UNAVAILABLE)) retried = true;
           throw err;
         }
-      });
-    } finally {
-      if (this.beat !== undefined) this.stopBeat(this.beat);
+      }, true);
+    } catch (err) {
+      const beat = this.beat;
+      if (this.ended === undefined) {
+        // Not released and not lost (a final error such as INTERNAL): the lease is still ours, keep it alive.
+        this.releasing = false;
+        if (beat?.running && beat.timer === undefined) beat.timer = setTimeout(beat.tick, 0);
+      } else if (beat !== undefined) this.stopBeat(beat);
+      throw err;
     }
+    if (this.beat !== undefined) this.stopBeat(this.beat);
     this.finish(
       'released',
       undefined,
@@ -400,11 +414,12 @@ class Holder implements LeaseHolder {
       onLost: o.onLost,
       timer: undefined,
       running: true,
+      tick: async () => {},
     };
     this.beat = beat;
     const tick = async (): Promise<void> => {
       beat.timer = undefined;
-      if (!beat.running) return;
+      if (!beat.running || this.releasing) return;
       const start = this.clock();
       try {
         await this.renew();
@@ -417,8 +432,9 @@ class Holder implements LeaseHolder {
       if (!beat.running) return;
       callSafely(beat.onRenewed, this.record);
       const wait = Math.max(0, beat.intervalMs - (this.clock() - start));
-      if (beat.running) beat.timer = setTimeout(tick, wait);
+      if (beat.running && !this.releasing) beat.timer = setTimeout(tick, wait);
     };
+    beat.tick = tick;
     beat.timer = setTimeout(tick, intervalMs);
     return () => this.stopBeat(beat);
   }

@@ -202,6 +202,21 @@ describe.each(targets)('holder on $kind', (target) => {
     await h.release();
   });
 
+  it('a release racing a heartbeat renewal is neither reported as a loss nor refused', async () => {
+    const backend = await open();
+    const onLost = vi.fn();
+    for (let i = 0; i < 15; i++) {
+      const id = item();
+      const h = await claim(backend, id, 'holder-a', { ttlMs: 2000 });
+      h.heartbeat({ intervalMs: 1, onLost });
+      await sleep(i % 4);
+      await h.release();
+      expect((await backend.admin.get(id))?.ended).toBe('released');
+    }
+    await sleep(50);
+    expect(onLost).not.toHaveBeenCalled();
+  });
+
   it('withLease releases cleanly on success and returns the result', async () => {
     const backend = await open();
     const id = item();
