@@ -17,6 +17,7 @@ import {
   type Namespace,
   namespace,
   openNamespace,
+  PG_URL,
   shoot,
   startConsole,
 } from './harness.ts';
@@ -82,6 +83,12 @@ export function consoleSuite(flavour: BackendFlavour): void {
           readOnly: true,
           environment: 'prod',
           thresholds: { stuckAfterMs: STUCK_AFTER_MS },
+        },
+        // A backend whose schema was never created: the console must say so, not crash or migrate it.
+        {
+          name: 'unmigrated',
+          url: `${PG_URL}?schema=${ns.options.schema ?? ns.options.keyPrefix}_missing`,
+          environment: 'dev',
         },
       ]);
       const [a, b] = consoleUt.service.connections();
@@ -263,6 +270,9 @@ export function consoleSuite(flavour: BackendFlavour): void {
       await page.getByRole('button', { name: 'Connections' }).click();
       await hasText(page.getByRole('article', { name: `${flavour}-main` }), 'live');
       await hasText(page.getByRole('article', { name: `${flavour}-audit` }), 'read-only');
+      const unmigrated = page.getByRole('article', { name: 'unmigrated' });
+      await hasText(unmigrated, 'SCHEMA_MISMATCH');
+      await hasText(unmigrated, 'worklease migrate');
       await shot('connections');
       await page.getByRole('button', { name: 'Activity' }).click();
       await visible(page.getByRole('img', { name: /Events per minute/ }), 15_000);

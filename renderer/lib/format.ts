@@ -10,6 +10,12 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(h / 24)} d`;
 }
 
+/** A threshold: "1.5 s", "60 s", "5 min". */
+export function formatSeconds(ms: number): string {
+  const s = ms / 1000;
+  return s >= 120 && s % 60 === 0 ? `${s / 60} min` : `${Number(s.toFixed(1))} s`;
+}
+
 export function formatAgo(ms: number): string {
   return `${formatDuration(ms)} ago`;
 }

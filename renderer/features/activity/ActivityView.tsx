@@ -128,44 +128,58 @@ const W = 760;
 const H = 220;
 const PAD = { l: 44, r: 12, t: 12, b: 28 };
 
+/** Stacked bars, one per minute: the height is all activity, the colours what it was. */
 function RateChart({ points }: { points: RatePoint[] }) {
-  const max = Math.max(1, ...points.flatMap((p) => SERIES.map((s) => p[s.key])));
+  const totals = points.map((p) => SERIES.reduce((n, s) => n + p[s.key], 0));
+  const max = Math.max(1, ...totals);
   const first = points[0]?.minute ?? 0;
   const last = points[points.length - 1]?.minute ?? first;
-  const span = Math.max(60_000, last - first);
-  const x = (m: number) => PAD.l + ((m - first) / span) * (W - PAD.l - PAD.r);
-  const y = (v: number) => H - PAD.b - (v / max) * (H - PAD.t - PAD.b);
-  const ticks = [0, Math.round(max / 2), max];
-  const xTicks = points.filter((_, i) => i % Math.max(1, Math.ceil(points.length / 6)) === 0);
-  const totals = SERIES.map((s) => `${s.label} ${points.reduce((n, p) => n + p[s.key], 0)}`).join(', ');
+  const slots = Math.max(1, Math.round((last - first) / 60_000) + 1);
+  const slotW = (W - PAD.l - PAD.r) / slots;
+  const barW = Math.max(1, slotW * 0.75);
+  const x = (m: number) => PAD.l + ((m - first) / 60_000) * slotW + (slotW - barW) / 2;
+  const h = (v: number) => (v / max) * (H - PAD.t - PAD.b);
+  const base = H - PAD.b;
+  const ticks = [0, Math.round(max / 2), max].filter((t, i, a) => a.indexOf(t) === i);
+  const every = Math.max(1, Math.ceil(points.length / 6));
+  const xTicks = points.filter((_, i) => i % every === 0);
+  const summary = SERIES.map((s) => `${s.label} ${points.reduce((n, p) => n + p[s.key], 0)}`).join(', ');
 
   return (
     <figure className="chart">
       <svg
         viewBox={`0 0 ${W} ${H}`}
         role="img"
-        aria-label={`Events per minute over ${points.length} minutes: ${totals}`}
+        aria-label={`Events per minute over ${points.length} minutes: ${summary}`}
       >
         {ticks.map((t) => (
           <g key={t}>
-            <line className="grid" x1={PAD.l} x2={W - PAD.r} y1={y(t)} y2={y(t)} />
-            <text className="axis" x={PAD.l - 6} y={y(t) + 4} textAnchor="end">
+            <line className="grid" x1={PAD.l} x2={W - PAD.r} y1={base - h(t)} y2={base - h(t)} />
+            <text className="axis" x={PAD.l - 6} y={base - h(t) + 4} textAnchor="end">
               {t}
             </text>
           </g>
         ))}
         {xTicks.map((p) => (
-          <text key={p.minute} className="axis" x={x(p.minute)} y={H - 8} textAnchor="middle">
+          <text key={p.minute} className="axis" x={x(p.minute) + barW / 2} y={H - 8} textAnchor="middle">
             {formatClock(p.minute)}
           </text>
         ))}
-        {SERIES.map((s) => (
-          <g key={s.key} className={s.className}>
-            <polyline fill="none" points={points.map((p) => `${x(p.minute)},${y(p[s.key])}`).join(' ')} />
-            {points.length <= 90 &&
-              points.map((p) => <circle key={p.minute} cx={x(p.minute)} cy={y(p[s.key])} r={2.5} />)}
-          </g>
-        ))}
+        {points.map((p) => {
+          let y = base;
+          return (
+            <g key={p.minute}>
+              {SERIES.map((s) => {
+                const hh = h(p[s.key]);
+                if (hh <= 0) return null;
+                y -= hh;
+                return (
+                  <rect key={s.key} className={s.className} x={x(p.minute)} y={y} width={barW} height={hh} />
+                );
+              })}
+            </g>
+          );
+        })}
       </svg>
       <figcaption className="legend">
         {SERIES.map((s) => (

@@ -7,7 +7,7 @@ import { useServices } from '../../app/context.tsx';
 import { useConnections, useInfo } from '../../app/hooks.ts';
 import { EnvBadge, ErrorNotice, freshness } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
-import { formatDuration } from '../../lib/format.ts';
+import { formatSeconds } from '../../lib/format.ts';
 
 export function ConnectionsView({ linkUp }: { linkUp: boolean }) {
   const connections = useConnections();
@@ -99,7 +99,7 @@ function ConnectionCard({
       <div className="conn-meta">
         <span className="freshness">{freshness(conn, now, linkUp, sync.lastEventAt)}</span>
         <span className="muted">
-          stuck after {formatDuration(conn.thresholds.stuckAfterMs)} · expiring under{' '}
+          stuck after {formatSeconds(conn.thresholds.stuckAfterMs)} · expiring under{' '}
           {Math.round(conn.thresholds.expiringFraction * 100)} % of ttl · clock offset{' '}
           {Math.round(conn.clockOffsetMs)} ms
         </span>

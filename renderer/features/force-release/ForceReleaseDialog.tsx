@@ -65,6 +65,7 @@ export function ForceReleaseDialog({ connection, row, onClose }: ForceReleaseDia
         } catch {
           // The explanation stands without the new token.
         }
+        void queryClient.invalidateQueries({ queryKey: ['connections', connection.id, 'audit'] });
         setConflict(
           `The lease changed hands since you opened this dialog: token ${row.fencingToken} is now ${now}. Review and try again.`,
         );
