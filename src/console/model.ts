@@ -34,7 +34,7 @@ export interface FleetModelOptions {
   pollMaxMs?: number;
   /** Changes are coalesced into one `leases` event per this window, ms. Default 50. */
   batchMs?: number;
-  /** Page size for the snapshot's `list` calls. Default 5000. */
+  /** Page size for the snapshot's `list` calls (the contract's maximum: fewest round trips). Default 10 000. */
   pageSize?: number;
   /** Most changes read per `changes` call. Default 2000. */
   changeLimit?: number;
@@ -103,7 +103,7 @@ export class FleetModel {
     this.pollMinMs = options.pollMinMs ?? 50;
     this.pollMaxMs = options.pollMaxMs ?? 1000;
     this.batchMs = options.batchMs ?? 50;
-    this.pageSize = options.pageSize ?? 5000;
+    this.pageSize = options.pageSize ?? 10_000;
     this.changeLimit = options.changeLimit ?? 2000;
     this.retryMinMs = options.retryMinMs ?? 100;
     this.retryMaxMs = options.retryMaxMs ?? 5000;
