@@ -64,6 +64,12 @@ describe('electron-builder configuration', () => {
     const icns = readFileSync(path.join(ROOT, config.mac?.icon ?? ''));
     expect(icns.subarray(0, 4).toString('latin1')).toBe('icns');
     expect(icns.readUInt32BE(4)).toBe(icns.length);
+    const icnsTypes: string[] = [];
+    for (let at = 8; at < icns.length; at += icns.readUInt32BE(at + 4)) {
+      icnsTypes.push(icns.subarray(at, at + 4).toString('latin1'));
+      expect(icns.subarray(at + 9, at + 12).toString('latin1'), 'icns entries are PNG').toBe('PNG');
+    }
+    expect(icnsTypes).toEqual(expect.arrayContaining(['ic07', 'ic08', 'ic09', 'ic10']));
     const ico = readFileSync(path.join(ROOT, config.win?.icon ?? ''));
     expect(ico.readUInt16LE(0)).toBe(0);
     expect(ico.readUInt16LE(2)).toBe(1);
