@@ -304,11 +304,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
       `chaos ${kind}: ${workers} workers, ${itemCount} items, ${seconds}s, ttl ${ttlMs} ms, faults ${faults.join(',')}`,
     );
 
+    const bag: FaultKind[] = [];
     if (faults.length === 0) await sleep(untilMs - now());
     while (now() < untilMs && faults.length > 0) {
       await sleep(faultEveryMs * (0.5 + Math.random()));
       if (now() >= untilMs) break;
-      const fault = faults[Math.floor(Math.random() * faults.length)]!;
+      // Shuffled rounds rather than independent draws: every kind comes up in every round, even in short runs.
+      if (bag.length === 0) bag.push(...[...faults].sort(() => Math.random() - 0.5));
+      const fault = bag.pop()!;
       try {
         await inject(fault);
       } catch (err) {

@@ -22,8 +22,8 @@ function expectClean(result: ChaosResult): void {
   console.log(result.line);
   expect(result.report.violations, result.report.violations.map((v) => v.message).join('\n')).toEqual([]);
   // Liveness and coverage, generously: the run did work and every applicable fault happened.
-  expect(result.report.calls).toBeGreaterThan(100);
-  expect(result.report.increments).toBeGreaterThan(5);
+  expect(result.report.calls).toBeGreaterThan(20);
+  expect(result.report.increments).toBeGreaterThan(0);
   for (const fault of applicableFaults(result.kind))
     expect(result.report.faults[fault], fault).toBeGreaterThan(0);
   expect(result.stats.flatMap((s) => s.unexpected)).toEqual([]);
