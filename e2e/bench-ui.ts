@@ -19,7 +19,7 @@
  * Usage: npm run bench:ui -- [--leases 100000] [--rate 2000] [--seconds 60] [--long]  (--long = 5 minutes)
  */
 import { parseArgs } from 'node:util';
-import type { CDPSession } from 'playwright-core';
+import type { Browser, CDPSession, Page } from 'playwright-core';
 import { build } from 'vite';
 import {
   type ConnectionInfo,
@@ -42,6 +42,7 @@ const { values: args } = parseArgs({
     long: { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
+    trace: { type: 'boolean', default: false },
   },
 });
 const LEASES = Number(args.leases);
@@ -205,6 +206,80 @@ async function profile(cdp: CDPSession): Promise<void> {
   }
 }
 
+interface TraceEvent {
+  name: string;
+  ph: string;
+  ts: number;
+  dur?: number;
+  pid: number;
+  tid: number;
+  args?: { name?: string; elementCount?: number; data?: { functionName?: string; url?: string } };
+}
+
+/**
+ * `--trace`: 5 s of a Chromium timeline trace with the feed running; prints the
+ * renderer main thread's self time by event (style recalc, layout, paint,
+ * script…) overall and inside tasks over 50 ms — a CPU profile folds all of
+ * the rendering work into "(program)".
+ */
+async function trace(browser: Browser, page: Page): Promise<void> {
+  await browser.startTracing(page, {
+    categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink', 'v8.execute'],
+  });
+  await new Promise((r) => setTimeout(r, 5000));
+  const buf = await browser.stopTracing();
+  const { traceEvents } = JSON.parse(buf.toString('utf8')) as { traceEvents: TraceEvent[] };
+  const mains = new Set(
+    traceEvents
+      .filter((e) => e.ph === 'M' && e.name === 'thread_name' && e.args?.name === 'CrRendererMain')
+      .map((e) => `${e.pid}:${e.tid}`),
+  );
+  const evs = traceEvents
+    .filter((e) => e.ph === 'X' && e.dur !== undefined && mains.has(`${e.pid}:${e.tid}`))
+    .sort((a, b) => a.ts - b.ts || (b.dur ?? 0) - (a.dur ?? 0));
+  const all = new Map<string, number>();
+  const inLong = new Map<string, number>();
+  const stack: { e: TraceEvent; end: number; child: number }[] = [];
+  let longEnd = -1;
+  let longCount = 0;
+  const close = (upTo: number) => {
+    while (stack.length > 0 && (stack[stack.length - 1] as { end: number }).end <= upTo) {
+      const top = stack.pop() as { e: TraceEvent; end: number; child: number };
+      const self = (top.e.dur ?? 0) - top.child;
+      const fn = top.e.args?.data?.functionName;
+      const key = top.e.name === 'FunctionCall' && fn ? `FunctionCall ${fn}` : top.e.name;
+      all.set(key, (all.get(key) ?? 0) + self);
+      if (top.e.ts < longEnd) inLong.set(key, (inLong.get(key) ?? 0) + self);
+    }
+  };
+  for (const e of evs) {
+    close(e.ts);
+    const parent = stack[stack.length - 1];
+    if (parent !== undefined) parent.child += e.dur ?? 0;
+    if (stack.length === 0 && (e.dur ?? 0) > 50_000) {
+      longEnd = e.ts + (e.dur ?? 0);
+      longCount++;
+    }
+    stack.push({ e, end: e.ts + (e.dur ?? 0), child: 0 });
+  }
+  close(Number.POSITIVE_INFINITY);
+  const top = (m: Map<string, number>) =>
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 14)
+      .map(([k, v]) => `    ${(v / 1000).toFixed(0).padStart(6)}  ${k}`)
+      .join('\n');
+  const styles = evs.filter((e) => e.name === 'UpdateLayoutTree');
+  const elements = styles.map((e) => e.args?.elementCount ?? 0).sort((a, b) => a - b);
+  const styleMs = styles.map((e) => (e.dur ?? 0) / 1000).sort((a, b) => a - b);
+  const pct = (xs: number[], q: number) => xs[Math.floor((xs.length - 1) * q)]?.toFixed(0) ?? '-';
+  console.log(
+    `trace: ${styles.length} style recalcs; elements p50 ${pct(elements, 0.5)} p90 ${pct(elements, 0.9)} max ${pct(elements, 1)}; ms p50 ${pct(styleMs, 0.5)} p90 ${pct(styleMs, 0.9)} max ${pct(styleMs, 1)}`,
+  );
+  console.log(`trace (main thread self ms over 5 s):\n${top(all)}`);
+  console.log(`  inside ${longCount} tasks over 50 ms:\n${top(inLong)}`);
+}
+
 async function main(): Promise<void> {
   if (!args['no-build'])
     await build({ configFile: new URL('../vite.config.ts', import.meta.url).pathname, logLevel: 'warn' });
@@ -263,6 +338,7 @@ async function main(): Promise<void> {
   })();
 
   if (args.profile) await profile(cdp);
+  if (args.trace) await trace(browser, page);
   console.log('\n  t (s)  long tasks  total ms  max ms   fps   heap MiB');
   let last = Date.now();
   const end = Date.now() + SECONDS * 1000;

@@ -4,7 +4,7 @@
  * a 100 000-row fleet costs ~40 row renders a second, not 100 000.
  */
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { type KeyboardEvent, memo, useEffect, useRef } from 'react';
+import { type KeyboardEvent, memo, useCallback, useEffect, useRef } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
 import { leaseStatus } from '../../../src/console/status.ts';
 import { EnvBadge, StatusBadge } from '../../app/ui.tsx';
@@ -30,6 +30,7 @@ const COLUMNS: Column[] = [
   { key: 'checkpointedAt', label: 'Last checkpoint', className: 'c-checkpoint' },
   { key: 'checkpointSize', label: 'Checkpoint size', className: 'c-size' },
 ];
+const NO_CONN_COLUMNS = COLUMNS.slice(1);
 
 export interface FleetTableProps {
   view: FleetView;
@@ -47,6 +48,9 @@ export interface FleetTableProps {
   selectedKey: string | null;
 }
 
+/** Rows rendered beyond the viewport on each side: enough for one wheel step at 60 fps, few enough to stay cheap. */
+const OVERSCAN = 4;
+
 export function FleetTable(props: FleetTableProps) {
   const { view, activeIndex, onActiveIndex, onOpen } = props;
   const scrollRef = useRef<HTMLDivElement>(null);
@@ -55,14 +59,22 @@ export function FleetTable(props: FleetTableProps) {
     count,
     getScrollElement: () => scrollRef.current,
     estimateSize: () => ROW_HEIGHT,
-    overscan: 12,
+    overscan: OVERSCAN,
   });
 
   useEffect(() => {
     if (activeIndex >= 0 && activeIndex < count) virtualizer.scrollToIndex(activeIndex, { align: 'auto' });
   }, [activeIndex, count, virtualizer]);
 
-  const columns = props.showConnection ? COLUMNS : COLUMNS.slice(1);
+  // One stable click handler for every row, so a row re-renders only when what it shows changes.
+  const handlers = useRef({ onActiveIndex, onOpen });
+  handlers.current = { onActiveIndex, onOpen };
+  const onRowClick = useCallback((index: number) => {
+    handlers.current.onActiveIndex(index);
+    handlers.current.onOpen(index);
+  }, []);
+
+  const columns = props.showConnection ? COLUMNS : NO_CONN_COLUMNS;
 
   const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
     if (count === 0) return;
@@ -94,6 +106,11 @@ export function FleetTable(props: FleetTableProps) {
   };
 
   const items = virtualizer.getVirtualItems();
+  // Rows sit in normal flow below a padding as tall as the rows scrolled past, and are keyed by their
+  // place in the window (0 = top), not by index or id: scrolling patches text in the same elements
+  // instead of creating, moving and styling new ones, and the DOM order stays the visual order.
+  const first = items[0]?.index ?? 0;
+  const padTop = items[0]?.start ?? 0;
   const activeId = activeIndex >= 0 && activeIndex < count ? `lease-row-${activeIndex}` : undefined;
   return (
     <div ref={scrollRef} className={`fleet-table${props.showConnection ? ' with-conn' : ''}`}>
@@ -128,7 +145,7 @@ export function FleetTable(props: FleetTableProps) {
             })}
           </tr>
         </thead>
-        <tbody style={{ height: count === 0 ? undefined : virtualizer.getTotalSize() }}>
+        <tbody style={count === 0 ? undefined : { height: virtualizer.getTotalSize(), paddingTop: padTop }}>
           {count === 0 ? (
             <tr className="empty-row">
               <td className="empty">
@@ -136,17 +153,26 @@ export function FleetTable(props: FleetTableProps) {
               </td>
             </tr>
           ) : (
-            items.map((item) => (
-              <Row
-                key={item.key}
-                index={item.index}
-                top={item.start}
-                connId={view.connIds[item.index] as string}
-                workId={view.workIds[item.index] as string}
-                {...props}
-                columns={columns}
-              />
-            ))
+            items.map((item) => {
+              const connId = view.connIds[item.index] as string;
+              const workId = view.workIds[item.index] as string;
+              const row = props.fleets.get(connId)?.rows.get(workId);
+              const conn = props.connections.get(connId);
+              if (row === undefined || conn === undefined) return null;
+              return (
+                <Row
+                  key={item.index - first}
+                  index={item.index}
+                  row={row}
+                  conn={conn}
+                  localNow={props.localNow}
+                  active={item.index === activeIndex}
+                  selected={props.selectedKey === rowKey(connId, workId)}
+                  columns={columns}
+                  onClick={onRowClick}
+                />
+              );
+            })
           )}
         </tbody>
       </table>
@@ -154,38 +180,33 @@ export function FleetTable(props: FleetTableProps) {
   );
 }
 
-interface RowProps extends FleetTableProps {
+interface RowProps {
   index: number;
-  top: number;
-  connId: string;
-  workId: string;
+  /** Replaced (new object) by every change to the lease, so the memo below sees changes. */
+  row: LeaseRow;
+  conn: ConnectionInfo;
+  /** The shared once-a-second tick: countdowns and time-derived status. */
+  localNow: number;
+  active: boolean;
+  selected: boolean;
   columns: Column[];
+  onClick: (index: number) => void;
 }
 
 const Row = memo(function Row(p: RowProps) {
-  const row = p.fleets.get(p.connId)?.rows.get(p.workId);
-  const conn = p.connections.get(p.connId);
-  if (row === undefined || conn === undefined) return null;
+  const { row, conn } = p;
   const serverNow = p.localNow + conn.clockOffsetMs;
   const status = leaseStatus(row, serverNow, conn.thresholds);
-  const active = p.index === p.activeIndex;
-  const selected = p.selectedKey === `${p.connId}\u0000${p.workId}`;
   return (
     <tr
       id={`lease-row-${p.index}`}
       aria-rowindex={p.index + 2}
-      aria-selected={selected}
-      className={`row-${status}${active ? ' active' : ''}${selected ? ' selected' : ''}`}
-      style={{ transform: `translateY(${p.top}px)` }}
-      onClick={() => {
-        p.onActiveIndex(p.index);
-        p.onOpen(p.index);
-      }}
+      aria-selected={p.selected}
+      className={`row-${status}${p.active ? ' active' : ''}${p.selected ? ' selected' : ''}`}
+      onClick={() => p.onClick(p.index)}
     >
       {p.columns.map((c) => (
-        <td key={c.key} className={c.className}>
-          <Cell column={c.key} row={row} conn={conn} status={status} serverNow={serverNow} />
-        </td>
+        <Cell key={c.key} column={c} row={row} conn={conn} status={status} serverNow={serverNow} />
       ))}
     </tr>
   );
@@ -198,35 +219,52 @@ function Cell({
   status,
   serverNow,
 }: {
-  column: SortKey;
+  column: Column;
   row: LeaseRow;
   conn: ConnectionInfo;
   status: ReturnType<typeof leaseStatus>;
   serverNow: number;
 }) {
-  switch (column) {
+  const cls = column.className;
+  switch (column.key) {
     case 'connection':
       return (
-        <>
+        <td className={cls}>
           {conn.name} <EnvBadge env={conn.environment} />
-        </>
+        </td>
       );
     case 'workId':
-      return <span title={row.workId}>{row.workId}</span>;
+      return (
+        <td className={cls} title={row.workId}>
+          {row.workId}
+        </td>
+      );
     case 'holderId':
-      return <span title={row.holderId}>{row.holderId}</span>;
+      return (
+        <td className={cls} title={row.holderId}>
+          {row.holderId}
+        </td>
+      );
     case 'fencingToken':
-      return <>{row.fencingToken}</>;
+      return <td className={cls}>{row.fencingToken}</td>;
     case 'status':
-      return <StatusBadge status={status} />;
+      return (
+        <td className={cls}>
+          <StatusBadge status={status} />
+        </td>
+      );
     case 'expiresAt':
-      return <>{row.ended !== null ? '—' : formatExpiresIn(row.expiresAt, serverNow)}</>;
+      return <td className={cls}>{row.ended !== null ? '—' : formatExpiresIn(row.expiresAt, serverNow)}</td>;
     case 'renewedAt':
-      return <>{row.renewedAt === null ? '—' : formatAgo(serverNow - row.renewedAt)}</>;
+      return <td className={cls}>{row.renewedAt === null ? '—' : formatAgo(serverNow - row.renewedAt)}</td>;
     case 'checkpointedAt':
-      return <>{row.checkpointedAt === null ? '—' : formatAgo(serverNow - row.checkpointedAt)}</>;
+      return (
+        <td className={cls}>
+          {row.checkpointedAt === null ? '—' : formatAgo(serverNow - row.checkpointedAt)}
+        </td>
+      );
     case 'checkpointSize':
-      return <>{formatBytes(row.checkpointSize)}</>;
+      return <td className={cls}>{formatBytes(row.checkpointSize)}</td>;
   }
 }
 
