@@ -1,19 +1,30 @@
-import { useCallback, useMemo, useRef, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { LeaseStatus } from '../../../src/console/api.ts';
 import { LEASE_STATUSES } from '../../../src/console/api.ts';
 import { type FleetEntry, toSources, useConnectionMap } from '../../app/hooks.ts';
 import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
+import { runSliced } from '../../lib/slices.ts';
 import { DetailPane } from '../detail/DetailPane.tsx';
 import { FleetTable, rowKey } from './FleetTable.tsx';
 import {
-  computeView,
   EMPTY_FILTER,
+  emptyCounts,
   type FleetData,
   type FleetFilter,
+  type FleetSource,
+  type FleetView as FleetViewModel,
   type Sort,
   type SortKey,
+  viewJob,
 } from './model.ts';
+
+const EMPTY_VIEW: FleetViewModel = {
+  connIds: [],
+  workIds: [],
+  counts: emptyCounts(),
+  total: 0,
+};
 
 export interface Selection {
   connectionId: string;
@@ -29,6 +40,78 @@ function identity(o: object): number {
     mapIds.set(o, id);
   }
   return id;
+}
+
+/** Least time between two recomputations that nothing urgent asked for, ms. */
+const REFRESH_MIN_MS = 500;
+
+interface ViewInputs {
+  sources: readonly FleetSource[];
+  filter: FleetFilter;
+  sort: Sort;
+  localNow: number;
+}
+
+/**
+ * Keeps the derived view (filtered, sorted ids and counts) current without
+ * ever holding the main thread: each recomputation is a sliced job
+ * ({@link viewJob}); the last finished one is shown meanwhile.
+ *
+ * - `restart` (filter, sort, scope or a new snapshot): drop the running job, start at once.
+ * - `refresh` (the clock ticked, rows came or went): start one if none runs and the last
+ *   started at least {@link REFRESH_MIN_MS} ago; if one runs, run again after it.
+ */
+class ViewRunner {
+  private cancel: (() => void) | null = null;
+  private dirty = false;
+  private lastStart = Number.NEGATIVE_INFINITY;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(
+    private readonly inputs: () => ViewInputs,
+    private readonly publish: (view: FleetViewModel) => void,
+  ) {}
+
+  restart(): void {
+    this.stop();
+    this.start();
+  }
+
+  refresh(): void {
+    if (this.cancel !== null) {
+      this.dirty = true;
+      return;
+    }
+    if (this.timer !== null) return;
+    const wait = this.lastStart + REFRESH_MIN_MS - performance.now();
+    if (wait <= 0) {
+      this.start();
+      return;
+    }
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.start();
+    }, wait);
+  }
+
+  stop(): void {
+    this.cancel?.();
+    this.cancel = null;
+    this.dirty = false;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private start(): void {
+    this.dirty = false;
+    this.lastStart = performance.now();
+    const { sources, filter, sort, localNow } = this.inputs();
+    this.cancel = runSliced(viewJob(sources, filter, sort, localNow), (view) => {
+      this.cancel = null;
+      this.publish(view);
+      if (this.dirty) this.refresh();
+    });
+  }
 }
 
 export interface FleetViewProps {
@@ -62,19 +145,38 @@ export function FleetView({
 
   const inScope = scope === 'all' ? fleets : fleets.filter((f) => f.connection.id === scope);
   const sources = toSources(inScope);
+  // What makes the shown view wrong at once (a new snapshot replaces the Map; clock or thresholds moved).
   const sourcesKey = sources
     .map(
       (s) =>
-        `${s.connectionId}#${identity(s.data.rows)}#${s.data.membershipRev}#${s.clockOffsetMs}#${s.thresholds.stuckAfterMs}#${s.thresholds.expiringFraction}`,
+        `${s.connectionId}#${identity(s.data.rows)}#${s.clockOffsetMs}#${s.thresholds.stuckAfterMs}#${s.thresholds.expiringFraction}`,
     )
     .join('|');
-  const sourcesRef = useRef(sources);
-  sourcesRef.current = sources;
-  // biome-ignore lint/correctness/useExhaustiveDependencies: sourcesKey stands for sources (their Maps mutate in place); localNow re-derives statuses once a second
-  const view = useMemo(
-    () => computeView(sourcesRef.current, filter, sort, localNow),
-    [sourcesKey, filter, sort, localNow],
+  // Rows that came or went: shown at the next refresh (well under a second).
+  const membershipKey = sources.map((s) => s.data.membershipRev).join('|');
+  const inputs = useRef<ViewInputs>({ sources, filter, sort, localNow });
+  inputs.current = { sources, filter, sort, localNow };
+  const [computed, setComputed] = useState<{ view: FleetViewModel; key: string } | null>(null);
+  const runnerKey = useRef(sourcesKey);
+  const [runner] = useState(
+    () =>
+      new ViewRunner(
+        () => inputs.current,
+        (view) => setComputed({ view, key: runnerKey.current }),
+      ),
   );
+  useEffect(() => () => runner.stop(), [runner]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the runner reads the latest inputs through a ref; these are what make a new view urgent
+  useEffect(() => {
+    runnerKey.current = sourcesKey;
+    runner.restart();
+  }, [runner, sourcesKey, filter, sort]);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: as above; statuses move with time, membership with events
+  useEffect(() => {
+    if (visible) runner.refresh();
+  }, [runner, visible, membershipKey, localNow]);
+  const view = computed?.view ?? EMPTY_VIEW;
+  const computing = computed === null || computed.key !== sourcesKey;
   const rev = sources.reduce((n, s) => n + s.data.rev, 0);
   const fleetMap = useMemo(() => {
     const m = new Map<string, FleetData>();
@@ -205,7 +307,7 @@ export function FleetView({
         />
       ))}
       <div className={`fleet-split${selection !== null ? ' with-detail' : ''}`}>
-        {loading && sources.length === 0 ? (
+        {(loading && sources.length === 0) || (computing && view.total === 0 && sources.length > 0) ? (
           <div className="empty">Loading the fleet…</div>
         ) : (
           <FleetTable

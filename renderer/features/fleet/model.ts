@@ -13,6 +13,7 @@
 import type { ConsoleEvent, LeaseRow, LeaseStatus, Thresholds } from '../../../src/console/api.ts';
 import { LEASE_STATUSES } from '../../../src/console/api.ts';
 import { leaseStatus } from '../../../src/console/status.ts';
+import { drain, sortIndices } from '../../lib/slices.ts';
 
 export interface FleetData {
   connectionId: string;
@@ -250,31 +251,51 @@ const STATUS_RANK: Record<LeaseStatus, number> = {
   released: 5,
 };
 
+/** Rows filtered between yields of a view job. */
+const PASS_STEP = 1024;
+
 /**
  * One pass over every row of the given connections: status (by each
- * connection's server clock), counts, filters; then a stable sort of what
- * passed (ties keep connection then work-id order).
+ * connection's server clock), counts, filters; then, unless the base order is
+ * the answer, a stable sort of what passed (ties keep connection then work-id
+ * order). A sliceable job (see renderer/lib/slices.ts): it yields every
+ * thousand rows and through the sort, so no single task holds the page.
+ *
+ * Sorts by a time column use the stored instant (expiresAt, renewedAt…),
+ * which does not move as time passes: the order changes only with the data.
+ *
+ * The id lists are copied first, so events applied between slices (they
+ * mutate the Map and the id list in place) cannot make the pass skip or
+ * repeat a row; a row changed meanwhile is read as it is when reached.
  */
-export function computeView(
+export function* viewJob(
   sources: readonly FleetSource[],
   filter: FleetFilter,
   sort: Sort,
   localNow: number,
-): FleetView {
+): Generator<void, FleetView> {
   const counts = emptyCounts();
   const connIds: string[] = [];
   const workIds: string[] = [];
+  const picked: LeaseRow[] = [];
   const statuses: LeaseStatus[] = [];
   const search = filter.search.trim().toLowerCase();
   const holder = filter.holder.trim();
   const prefix = filter.workIdPrefix.trim();
   const statusFilter = filter.statuses.size > 0 ? filter.statuses : null;
   let total = 0;
-  for (const src of sources) {
+  const lists = sources.map((src) => src.data.sortedIds.slice());
+  yield;
+  for (let k = 0; k < sources.length; k++) {
+    const src = sources[k] as FleetSource;
+    const ids = lists[k] as string[];
     const now = localNow + src.clockOffsetMs;
-    const { rows, sortedIds } = src.data;
-    total += sortedIds.length;
-    for (const id of sortedIds) {
+    const { rows } = src.data;
+    const { thresholds, connectionId } = src;
+    total += ids.length;
+    for (let i = 0; i < ids.length; i++) {
+      if ((i & (PASS_STEP - 1)) === PASS_STEP - 1) yield;
+      const id = ids[i] as string;
       const row = rows.get(id);
       if (row === undefined) continue;
       if (prefix !== '' && !id.startsWith(prefix)) continue;
@@ -286,31 +307,31 @@ export function computeView(
       ) {
         continue;
       }
-      const status = leaseStatus(row, now, src.thresholds);
+      const status = leaseStatus(row, now, thresholds);
       counts[status]++;
       if (statusFilter !== null && !statusFilter.has(status)) continue;
-      connIds.push(src.connectionId);
+      connIds.push(connectionId);
       workIds.push(id);
+      picked.push(row);
       statuses.push(status);
     }
   }
+  const n = workIds.length;
+  let compare: ((i: number, j: number) => number) | null = null;
   if (sort.key === 'workId' || sort.key === 'connection') {
-    if (sort.key === 'workId' && sources.length > 1)
-      sortBy(connIds, workIds, (i, j) => cmp(workIds[i] as string, workIds[j] as string), 'asc');
-    if (sort.dir === 'desc') {
+    // The pass already produced connection-then-work-id order.
+    if (sort.key === 'workId' && sources.length > 1) {
+      compare = (i, j) => cmp(workIds[i] as string, workIds[j] as string);
+    } else if (sort.dir === 'desc') {
       connIds.reverse();
       workIds.reverse();
+      return { connIds, workIds, counts, total };
+    } else {
+      return { connIds, workIds, counts, total };
     }
-    return { connIds, workIds, counts, total };
-  }
-  const byConn = new Map(sources.map((s) => [s.connectionId, s.data.rows]));
-  const rowAt = (i: number): LeaseRow =>
-    byConn.get(connIds[i] as string)?.get(workIds[i] as string) as LeaseRow;
-  const n = workIds.length;
-  let compare: (i: number, j: number) => number;
-  if (sort.key === 'holderId' || sort.key === 'fencingToken') {
+  } else if (sort.key === 'holderId' || sort.key === 'fencingToken') {
     const keys: string[] = new Array(n);
-    for (let i = 0; i < n; i++) keys[i] = rowAt(i)[sort.key];
+    for (let i = 0; i < n; i++) keys[i] = (picked[i] as LeaseRow)[sort.key];
     compare =
       sort.key === 'holderId'
         ? (i, j) => cmp(keys[i] as string, keys[j] as string)
@@ -319,7 +340,7 @@ export function computeView(
     const keys = new Float64Array(n);
     for (let i = 0; i < n; i++) {
       if (sort.key === 'status') keys[i] = STATUS_RANK[statuses[i] as LeaseStatus];
-      else keys[i] = rowAt(i)[sort.key] ?? Number.NEGATIVE_INFINITY;
+      else keys[i] = (picked[i] as LeaseRow)[sort.key] ?? Number.NEGATIVE_INFINITY;
     }
     compare = (i, j) => {
       const a = keys[i] as number;
@@ -327,28 +348,27 @@ export function computeView(
       return a < b ? -1 : a > b ? 1 : 0;
     };
   }
-  sortBy(connIds, workIds, compare, sort.dir);
-  return { connIds, workIds, counts, total };
-}
-
-function sortBy(
-  connIds: string[],
-  workIds: string[],
-  compare: (i: number, j: number) => number,
-  dir: 'asc' | 'desc',
-): void {
-  const n = workIds.length;
-  const order: number[] = new Array(n);
-  for (let i = 0; i < n; i++) order[i] = i;
-  // Array.prototype.sort is stable, so ties keep the base order in both directions.
-  order.sort(dir === 'asc' ? compare : (i, j) => compare(j, i));
-  const c = connIds.slice();
-  const w = workIds.slice();
+  yield;
+  const by = compare;
+  const order = yield* sortIndices(n, sort.dir === 'asc' ? by : (i, j) => by(j, i));
+  const c: string[] = new Array(n);
+  const w: string[] = new Array(n);
   for (let k = 0; k < n; k++) {
     const from = order[k] as number;
-    connIds[k] = c[from] as string;
-    workIds[k] = w[from] as string;
+    c[k] = connIds[from] as string;
+    w[k] = workIds[from] as string;
   }
+  return { connIds: c, workIds: w, counts, total };
+}
+
+/** {@link viewJob} run to completion at once. */
+export function computeView(
+  sources: readonly FleetSource[],
+  filter: FleetFilter,
+  sort: Sort,
+  localNow: number,
+): FleetView {
+  return drain(viewJob(sources, filter, sort, localNow));
 }
 
 /** Counts and stuck ids of one connection, for the header and notifications. */
