@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openRedis } from '../../src/backends/redis/index.ts';
-import { fnv1a, Layout } from '../../src/backends/redis/layout.ts';
+import { compareUtf8, fnv1a, INFO_FIELDS, Layout } from '../../src/backends/redis/layout.ts';
 import type { LeaseBackend, OpenOptions } from '../../src/index.ts';
 import { REDIS_URL, uniqueNamespace } from '../support/backends.ts';
 import { type RedisCluster, startRedisCluster } from '../support/redis-cluster.ts';
@@ -213,10 +213,10 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     for (const key of all) expect(key.startsWith(`${prefix}:`)).toBe(true);
     // Per key: its type, and that no lease data carries a Redis TTL (expired leases stay visible).
     const id = ids[0]!;
-    const [leaseKey, tok, idx, exp, chg, aud] = layout.keysOf(id);
+    const [leases, stateKey, idx, exp, chg, aud] = layout.keysOf(id);
     const expected: Record<string, string> = {
-      [leaseKey!]: 'hash',
-      [tok!]: 'hash',
+      [leases!]: 'hash',
+      [stateKey!]: 'string',
       [idx!]: 'zset',
       [exp!]: 'zset',
       [chg!]: 'stream',
@@ -233,16 +233,18 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
         expect(await admin.type(key), key).toBe(type);
         expect(await admin.pttl(key), key).toBe(-1);
       }
-      expect(await admin.hgetall(`${prefix}:meta`)).toMatchObject({ layout: '1', buckets: '32' });
-      const lease = await admin.hgetall(leaseKey!);
+      expect(await admin.hgetall(`${prefix}:meta`)).toMatchObject({ layout: '2', buckets: '32' });
+      // One packed field per lease: the INFO_FIELDS values joined by LF.
+      const packed = (await admin.hget(leases!, id))!.split('\n');
+      expect(packed).toHaveLength(INFO_FIELDS.length);
+      const lease = Object.fromEntries(INFO_FIELDS.map((f, i) => [f, packed[i]]));
       expect(lease).toMatchObject({ holder: 'h1', token: '2', ended: 'force-released', state_size: '3' });
-      expect(await admin.hget(tok!, id)).toBe('2');
+      expect(await admin.getBuffer(stateKey!)).toEqual(Buffer.from([0, 255, 1]));
       expect(await admin.zscore(idx!, id)).toBe('0');
       expect(Number(await admin.zscore(exp!, id))).toBe(Number(lease.expires_at));
       const [[, fields]] = (await admin.xrevrange(chg!, '+', '-', 'COUNT', 1)) as [[string, string[]]];
-      expect(fields.slice(0, 4)).toEqual(['workId', id, 'kind', 'force-released']);
-      // The change feed never carries checkpoint bytes.
-      expect(fields).not.toContain('state');
+      // The change feed carries the packed lease, never checkpoint bytes.
+      expect(fields).toEqual(['c', `force-released\n${id}\n${packed.join('\n')}`]);
       expect(await admin.xlen(aud!)).toBeGreaterThanOrEqual(1);
     } finally {
       admin.disconnect();
@@ -256,7 +258,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
       await Promise.all(Array.from({ length: 64 }, (_, i) => b.acquire(`spread-${i}`, 'h', LIVE)));
       const perMaster = await keysOf(url(), prefix);
       expect(perMaster).toHaveLength(3);
-      for (const keys of perMaster) expect(keys.filter((k) => k.includes('}:l:')).length).toBeGreaterThan(0);
+      for (const keys of perMaster) expect(keys.filter((k) => k.endsWith('}:m')).length).toBeGreaterThan(0);
     });
   }
 
@@ -524,7 +526,33 @@ describe('layout and cursors', () => {
       expect(fnv1a(s), s).toBe(ref(s));
     }
     const layout = new Layout('p', 32);
-    expect(layout.keysOf('a')[0]).toBe(`p:{p:b${ref('a') % 32}}:l:a`);
+    expect(layout.keysOf('a').slice(0, 2)).toEqual([
+      `p:{p:b${ref('a') % 32}}:m`,
+      `p:{p:b${ref('a') % 32}}:s:a`,
+    ]);
+  });
+
+  it('orders strings by their UTF-8 bytes without encoding them (no I/O)', () => {
+    const words = [
+      '',
+      'a',
+      'ab',
+      'b',
+      'z🙂',
+      'z\uffff',
+      'z\ue000',
+      'z\ud7ff',
+      '🙂',
+      '\uffff',
+      'ä',
+      'a\u0000',
+    ];
+    for (const x of words) {
+      for (const y of words) {
+        const bytes = Math.sign(Buffer.compare(Buffer.from(x, 'utf8'), Buffer.from(y, 'utf8')));
+        expect(Math.sign(compareUtf8(x, y)), `${x} vs ${y}`).toBe(bytes);
+      }
+    }
   });
 
   it('refuses cursors that are not its own', async () => {

@@ -48,12 +48,12 @@ import { createClient, parseRedisUrl, type RedisClient, type RedisTarget } from 
 import { classifyRedisError } from './errors.ts';
 import {
   compareStreamIds,
+  compareUtf8,
   DEFAULT_BUCKETS,
   decodeChangeCursor,
   decodeListCursor,
   encodeChangeCursor,
   encodeListCursor,
-  INFO_FIELDS,
   LAYOUT_VERSION,
   Layout,
 } from './layout.ts';
@@ -71,12 +71,15 @@ interface Script extends ScriptDef {
 function script(def: ScriptDef): Script {
   return { ...def, sha: createHash('sha1').update(def.lua).digest('hex') };
 }
-const S = {
+const S: Record<string, Script> & {
+  [K in keyof typeof lua as (typeof lua)[K] extends ScriptDef ? K : never]: Script;
+} = {
   acquire: script(lua.acquire),
   renew: script(lua.renew),
   checkpoint: script(lua.checkpoint),
   release: script(lua.release),
   forceRelease: script(lua.forceRelease),
+  readCheckpoint: script(lua.readCheckpoint),
   readState: script(lua.readState),
   prune: script(lua.prune),
   listScan: script(lua.listScan),
@@ -165,32 +168,36 @@ const KINDS = new Set<string>([
 ]);
 const PRED_ENDS = new Set<string>(['none', 'released', 'expired', 'force-released']);
 
-/** Parses INFO_FIELDS values (in that order) as stored; null when the lease hash does not exist. */
-function parseInfo(workId: string, f: readonly unknown[] | null | undefined): LeaseInfo | null {
-  if (!f || f[1] === null || f[1] === undefined) return null;
-  const s = (i: number): string => {
-    const v = f[i];
-    return v === null || v === undefined ? '' : String(v);
-  };
-  const date = (i: number): Date | null => (s(i) === '' ? null : new Date(Number(s(i))));
-  const pred = s(11);
-  const ended = s(12);
+const date = (s: string): Date | null => (s === '' ? null : new Date(Number(s)));
+
+/**
+ * Parses a packed lease (layout.ts: the INFO_FIELDS values joined by LF, or from `offset` on in a
+ * longer LF-joined string); null for a tombstone or anything that is not a whole lease.
+ */
+function parsePacked(workId: string, packed: string, offset = 0): LeaseInfo | null {
+  const f = packed.split('\n');
+  if (f.length !== offset + 14) return null;
+  const pred = f[offset + 11]!;
+  const ended = f[offset + 12]!;
+  const size = f[offset + 9]!;
+  const step = f[offset + 4]!;
+  const version = f[offset + 13]!;
   return {
     workId,
-    holderId: s(0),
-    fencingToken: BigInt(s(1)),
-    expiresAt: new Date(Number(s(2))),
-    ttlMs: Number(s(3)),
-    stepId: s(4) === '' ? null : s(4),
-    acquiredAt: new Date(Number(s(5))),
-    renewedAt: date(6),
-    checkpointedAt: date(7),
-    releasedAt: date(8),
-    checkpointSize: s(9) === '' ? null : Number(s(9)),
-    cleanHandoff: s(10) === '1',
+    holderId: f[offset]!,
+    fencingToken: BigInt(f[offset + 1]!),
+    expiresAt: new Date(Number(f[offset + 2])),
+    ttlMs: Number(f[offset + 3]),
+    stepId: step === '' ? null : step,
+    acquiredAt: new Date(Number(f[offset + 5])),
+    renewedAt: date(f[offset + 6]!),
+    checkpointedAt: date(f[offset + 7]!),
+    releasedAt: date(f[offset + 8]!),
+    checkpointSize: size === '' ? null : Number(size),
+    cleanHandoff: f[offset + 10] === '1',
     predecessorEnd: (PRED_ENDS.has(pred) ? pred : 'none') as PredecessorEnd,
     ended: ended === 'released' || ended === 'force-released' ? ended : null,
-    version: s(13) === '' ? 0n : BigInt(s(13)),
+    version: version === '' ? 0n : BigInt(version),
   };
 }
 
@@ -238,8 +245,13 @@ class RedisDriver implements LeaseDriver {
     }
     const n = Number(buckets);
     if (layout !== String(LAYOUT_VERSION) || !Number.isInteger(n) || n < 1 || n > 16384) {
+      // Layout 1 was never released, so there is nothing to convert (layout.ts): say how to start over.
+      const fix =
+        Number(layout) < LAYOUT_VERSION
+          ? `; it is not converted: delete the keys matching '${this.prefix}:*' or use another key prefix`
+          : '';
       throw new SchemaMismatchError(
-        `${where} holds data layout ${layout} with ${String(buckets)} buckets; this version of worklease reads layout ${LAYOUT_VERSION}`,
+        `${where} holds data layout ${layout} with ${String(buckets)} buckets; this version of worklease reads layout ${LAYOUT_VERSION}${fix}`,
         { details: { keyPrefix: this.prefix, found: layout, expected: LAYOUT_VERSION } },
       );
     }
@@ -353,11 +365,10 @@ class RedisDriver implements LeaseDriver {
     );
   }
 
-  /** Shared outcome handling of renew/checkpoint/release replies. */
-  private guarded(record: LeaseRecord, reply: unknown[]): number {
+  /** Shared outcome handling of renew/checkpoint/release replies: success is the new expiry. */
+  private guarded(record: LeaseRecord, reply: string | unknown[]): number {
+    if (typeof reply === 'string') return Number(reply);
     switch (reply[0]) {
-      case 'OK':
-        return Number(reply[1]);
       case 'FENCED':
         throw this.fenced(record, reply[1]);
       case 'EXPIRED':
@@ -375,23 +386,24 @@ class RedisDriver implements LeaseDriver {
   ): Promise<LeaseRecord> {
     const L = this.layout;
     const b = L.bucketOf(workId);
-    const reply = await this.run<unknown[]>('acquire', S.acquire, [
-      L.leaseKey(b, workId),
-      L.tok[b]!,
+    const reply = await this.run<string | unknown[]>('acquire', S.acquire, [
+      L.m[b]!,
       L.ids[b]!,
       L.exp[b]!,
       L.chg[b]!,
+      L.wake[b]!,
       workId,
       holderId,
-      ttlMs,
+      String(ttlMs),
       stepId ?? '',
     ]);
-    if (reply[0] === 'OK') {
+    if (typeof reply === 'string') {
+      const space = reply.indexOf(' ');
       return {
         workId,
         holderId,
-        fencingToken: BigInt(reply[1] as number),
-        expiresAt: new Date(Number(reply[2])),
+        fencingToken: BigInt(reply.slice(0, space)),
+        expiresAt: new Date(Number(reply.slice(space + 1))),
       };
     }
     if (reply[0] === 'HELD') {
@@ -404,33 +416,38 @@ class RedisDriver implements LeaseDriver {
     throw new InternalError(`unexpected reply from the Redis acquire script: ${String(reply[0])}`);
   }
 
-  /** renew, checkpoint and release share keys (lease, exp, chg) and the first two arguments. */
-  private guardedArgs(record: LeaseRecord): Arg[] {
+  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void> {
     const L = this.layout;
     const b = L.bucketOf(record.workId);
-    return [
-      L.leaseKey(b, record.workId),
-      L.exp[b]!,
-      L.chg[b]!,
-      record.workId,
-      record.fencingToken.toString(),
-    ];
-  }
-
-  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void> {
     const bytes = Buffer.isBuffer(state)
       ? state
       : Buffer.from(state.buffer, state.byteOffset, state.byteLength);
-    const reply = await this.run<unknown[]>('checkpoint', S.checkpoint, [
-      ...this.guardedArgs(record),
-      ttlMs,
+    const reply = await this.run<string | unknown[]>('checkpoint', S.checkpoint, [
+      L.m[b]!,
+      L.exp[b]!,
+      L.chg[b]!,
+      L.wake[b]!,
+      L.stateKey(b, record.workId),
+      record.workId,
+      record.fencingToken.toString(),
+      String(ttlMs),
       bytes,
     ]);
     this.guarded(record, reply);
   }
 
   async renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord> {
-    const reply = await this.run<unknown[]>('renew', S.renew, [...this.guardedArgs(record), ttlMs]);
+    const L = this.layout;
+    const b = L.bucketOf(record.workId);
+    const reply = await this.run<string | unknown[]>('renew', S.renew, [
+      L.m[b]!,
+      L.exp[b]!,
+      L.chg[b]!,
+      L.wake[b]!,
+      record.workId,
+      record.fencingToken.toString(),
+      String(ttlMs),
+    ]);
     const expiresAt = this.guarded(record, reply);
     return {
       workId: record.workId,
@@ -441,33 +458,38 @@ class RedisDriver implements LeaseDriver {
   }
 
   async release(record: LeaseRecord): Promise<void> {
-    const reply = await this.run<unknown[]>('release', S.release, this.guardedArgs(record));
+    const L = this.layout;
+    const b = L.bucketOf(record.workId);
+    const reply = await this.run<string | unknown[]>('release', S.release, [
+      L.m[b]!,
+      L.exp[b]!,
+      L.chg[b]!,
+      L.wake[b]!,
+      record.workId,
+      record.fencingToken.toString(),
+    ]);
     this.guarded(record, reply);
   }
 
-  /** One HMGET: a single command is atomic, so token, state and clean come from one consistent lease. */
+  /** One script: token, clean flag and state are read together from one consistent lease. */
   async readCheckpoint(record: LeaseRecord): Promise<CheckpointRead> {
-    const key = this.layout.leaseKey(this.layout.bucketOf(record.workId), record.workId);
-    const [token, state, clean] = await this.send<Array<Buffer | null>>(
+    const L = this.layout;
+    const b = L.bucketOf(record.workId);
+    const [first, second] = await this.run<[Buffer, Buffer | null]>(
       'readCheckpoint',
-      'hmget',
-      [key, 'token', 'state', 'clean'],
+      S.readCheckpoint,
+      [L.m[b]!, L.stateKey(b, record.workId), record.workId, record.fencingToken.toString()],
       true,
     );
-    if (
-      token === null ||
-      token === undefined ||
-      token.toString('latin1') !== record.fencingToken.toString()
-    ) {
-      throw this.fenced(record, token?.toString('latin1') ?? null);
-    }
-    return { state: state ?? null, cleanHandoff: clean?.toString('latin1') === '1' };
+    // The clean flag ('0' or '1') on success; 'FENCED' otherwise.
+    if (first.length !== 1) throw this.fenced(record, second?.toString('latin1') ?? null);
+    return { state: second ?? null, cleanHandoff: first[0] === 0x31 };
   }
 
   async get(workId: string): Promise<LeaseInfo | null> {
-    const key = this.layout.leaseKey(this.layout.bucketOf(workId), workId);
-    const f = await this.send<Nullable[]>('get', 'hmget', [key, ...INFO_FIELDS]);
-    return parseInfo(workId, f);
+    const L = this.layout;
+    const packed = await this.send<Nullable>('get', 'hget', [L.m[L.bucketOf(workId)]!, workId]);
+    return packed === null ? null : parsePacked(workId, packed);
   }
 
   /**
@@ -481,30 +503,27 @@ class RedisDriver implements LeaseDriver {
   async list(options: DriverListOptions): Promise<LeasePage> {
     const L = this.layout;
     let after = options.cursor === null ? null : decodeListCursor(options.cursor);
-    const prefixBytes =
-      options.workIdPrefix === undefined || options.workIdPrefix === ''
-        ? null
-        : Buffer.from(options.workIdPrefix, 'utf8');
+    const prefix =
+      options.workIdPrefix === undefined || options.workIdPrefix === '' ? null : options.workIdPrefix;
     // Every UTF-8 string that starts with the prefix sorts before prefix + 0xFF (never a UTF-8 byte).
     const max: Arg =
-      prefixBytes === null ? '+' : Buffer.concat([Buffer.from('['), prefixBytes, Buffer.from([0xff])]);
+      prefix === null ? '+' : Buffer.concat([Buffer.from(`[${prefix}`, 'utf8'), Buffer.from([0xff])]);
     const items: LeaseInfo[] = [];
     for (let round = 0; round < 16; round++) {
-      const afterBytes = after === null ? null : Buffer.from(after, 'utf8');
-      const min: Arg =
-        afterBytes !== null && (prefixBytes === null || Buffer.compare(afterBytes, prefixBytes) >= 0)
-          ? Buffer.concat([Buffer.from('('), afterBytes])
-          : prefixBytes === null
+      const min =
+        after !== null && (prefix === null || compareUtf8(after, prefix) >= 0)
+          ? `(${after}`
+          : prefix === null
             ? '-'
-            : Buffer.concat([Buffer.from('['), prefixBytes]);
+            : `[${prefix}`;
       const want = options.limit - items.length;
       // About this bucket's share of the page, with slack for uneven buckets.
       const perBucket = Math.min(want, Math.ceil(want / L.buckets) + 8);
       const replies = await Promise.all(
         L.ids.map((idsKey, b) =>
-          this.run<[number, Nullable, Array<[string, Nullable[]]>]>('list', S.listScan, [
+          this.run<[number, Nullable, string[]]>('list', S.listScan, [
             idsKey,
-            L.leasePrefixes[b]!,
+            L.m[b]!,
             min,
             max,
             perBucket,
@@ -513,22 +532,25 @@ class RedisDriver implements LeaseDriver {
           ]),
         ),
       );
-      let frontier: Buffer | null = null;
+      // Leases up to the smallest last-scanned id of an unfinished bucket are complete.
+      let frontier: string | null = null;
       for (const [done, last] of replies) {
         if (done === 1 || last === null) continue;
-        const lastBytes = Buffer.from(last, 'utf8');
-        if (frontier === null || Buffer.compare(lastBytes, frontier) < 0) frontier = lastBytes;
+        if (frontier === null || compareUtf8(last, frontier) < 0) frontier = last;
       }
-      const rows: Array<{ key: Buffer; workId: string; f: Nullable[] }> = [];
+      const rows: Array<{ workId: string; packed: string }> = [];
       for (const [, , found] of replies) {
-        for (const [workId, f] of found) {
-          const key = Buffer.from(workId, 'utf8');
-          if (frontier === null || Buffer.compare(key, frontier) <= 0) rows.push({ key, workId, f });
+        for (let i = 0; i + 1 < found.length; i += 2) {
+          const workId = found[i]!;
+          if (frontier === null || compareUtf8(workId, frontier) <= 0)
+            rows.push({ workId, packed: found[i + 1]! });
         }
       }
-      rows.sort((x, y) => Buffer.compare(x.key, y.key));
-      for (const row of rows.slice(0, want)) {
-        const info = parseInfo(row.workId, row.f);
+      rows.sort((x, y) => compareUtf8(x.workId, y.workId));
+      const n = Math.min(rows.length, want);
+      for (let i = 0; i < n; i++) {
+        const row = rows[i]!;
+        const info = parsePacked(row.workId, row.packed);
         if (info !== null) items.push(info);
       }
       if (rows.length >= want) {
@@ -537,7 +559,7 @@ class RedisDriver implements LeaseDriver {
         return { items, nextCursor: more ? encodeListCursor(last) : null };
       }
       if (frontier === null) return { items, nextCursor: null };
-      after = frontier.toString('utf8');
+      after = frontier;
     }
     return { items, nextCursor: after === null ? null : encodeListCursor(after) };
   }
@@ -550,23 +572,23 @@ class RedisDriver implements LeaseDriver {
   ): Promise<LeaseInfo> {
     const L = this.layout;
     const b = L.bucketOf(workId);
-    const reply = await this.run<unknown[]>('forceRelease', S.forceRelease, [
-      L.leaseKey(b, workId),
-      L.tok[b]!,
+    const reply = await this.run<string | unknown[]>('forceRelease', S.forceRelease, [
+      L.m[b]!,
       L.exp[b]!,
       L.chg[b]!,
+      L.wake[b]!,
       L.aud[b]!,
       workId,
       expectedToken.toString(),
       operator,
       reason,
     ]);
+    if (typeof reply === 'string') {
+      const info = parsePacked(workId, reply);
+      if (info === null) throw new InternalError(`force-release of '${workId}' returned no lease`);
+      return info;
+    }
     switch (reply[0]) {
-      case 'OK': {
-        const info = parseInfo(workId, reply.slice(1));
-        if (info === null) throw new InternalError(`force-release of '${workId}' returned no lease`);
-        return info;
-      }
       case 'NOTFOUND':
         throw new NotFoundError(`work item '${workId}' has no lease`, { details: { workId } });
       case 'CONFLICT': {
@@ -638,9 +660,11 @@ class RedisDriver implements LeaseDriver {
         L.exp[b]!,
         L.ids[b]!,
         L.chg[b]!,
+        L.wake[b]!,
+        L.m[b]!,
         olderThanMs,
         limit - total,
-        L.leasePrefixes[b]!,
+        L.statePrefixes[b]!,
       ]);
       total += Number(n);
     }
@@ -648,11 +672,12 @@ class RedisDriver implements LeaseDriver {
   }
 
   async readState(workId: string, offset: number, length: number): Promise<StatePage | null> {
-    const key = this.layout.leaseKey(this.layout.bucketOf(workId), workId);
+    const L = this.layout;
+    const b = L.bucketOf(workId);
     const reply = await this.run<[Buffer, number | null, Buffer] | null>(
       'readState',
       S.readState,
-      [key, offset, length],
+      [L.m[b]!, L.stateKey(b, workId), workId, offset, length],
       true,
     );
     if (reply === null) return null;
@@ -674,16 +699,41 @@ class RedisDriver implements LeaseDriver {
     return encodeChangeCursor(heads.map(([id, ordinal]) => ({ id: String(id), ordinal: Number(ordinal) })));
   }
 
+  /**
+   * Changes after the cursor, merged across buckets. Only buckets with entries after their cursor
+   * position are read (with the exact gap check of scripts.ts, changesRead). On standalone Redis one
+   * XREAD over every bucket's stream finds them, so an idle poll is one command; a cluster cannot
+   * put keys of different slots in one command, so there every bucket is read (readers there wait
+   * for {@link watchChanges} instead of polling often). XREAD sees nothing in a bucket whose
+   * entries after the cursor were all removed from outside (XTRIM MAXLEN 0, DEL); that gap is
+   * reported with the bucket's next write. The backend's own trimming (MAXLEN ~) always keeps the
+   * newest entries, so it is reported at once.
+   */
   async changes(cursor: string, limit: number): Promise<ChangeBatch> {
     const L = this.layout;
     const positions = decodeChangeCursor(cursor, L.buckets);
     // Each bucket contributes at most its share, so one batch costs O(limit) however many buckets are busy;
     // the merged batch is cut to `limit` and each bucket's cursor moves only past what was returned.
     const perBucket = Math.max(1, Math.ceil(limit / L.buckets));
+    let busy: number[];
+    if (this.kind === 'redis') {
+      const ids = positions.map((p) => p.id);
+      const found = await this.send<Array<[string, unknown]> | null>('changes', 'xread', [
+        'COUNT',
+        1,
+        'STREAMS',
+        ...L.chg,
+        ...ids,
+      ]);
+      if (found === null) return { changes: [], cursor, gap: false };
+      busy = found.map(([key]) => L.bucketOfStream(key));
+    } else {
+      busy = L.chg.map((_, b) => b);
+    }
     const replies = await Promise.all(
-      L.chg.map((key, b) =>
+      busy.map((b) =>
         this.run<[number, Array<[string, string[]]>]>('changes', S.changesRead, [
-          key,
+          L.chg[b]!,
           positions[b]!.id,
           perBucket,
           positions[b]!.ordinal,
@@ -691,30 +741,29 @@ class RedisDriver implements LeaseDriver {
       ),
     );
     if (replies.some(([gap]) => gap === 1)) return { changes: [], cursor, gap: true };
-    const merged: Array<{ bucket: number; id: string; fields: string[] }> = [];
-    replies.forEach(([, entries], bucket) => {
-      for (const [id, fields] of entries) merged.push({ bucket, id, fields });
+    const merged: Array<{ bucket: number; id: string; change: string }> = [];
+    replies.forEach(([, entries], i) => {
+      const bucket = busy[i]!;
+      for (const [id, fields] of entries) merged.push({ bucket, id, change: fields[1] ?? '' });
     });
     merged.sort((x, y) => compareStreamIds(x.id, y.id) || x.bucket - y.bucket);
     const next = positions.map((p) => ({ ...p }));
     const changes: LeaseChange[] = [];
-    for (const { bucket, id, fields } of merged.slice(0, limit)) {
+    for (const { bucket, id, change } of merged.slice(0, limit)) {
       next[bucket] = { id, ordinal: next[bucket]!.ordinal + 1 };
-      const m = fieldMap(fields);
-      const workId = m.get('workId') ?? '';
-      const kind = m.get('kind') ?? '';
+      // kind LF workId LF (packed lease | token LF version): see scripts.ts.
+      const a = change.indexOf('\n');
+      const z = change.indexOf('\n', a + 1);
+      if (a < 0 || z < 0) continue;
+      const kind = change.slice(0, a);
+      const workId = change.slice(a + 1, z);
       if (!KINDS.has(kind)) continue;
       if (kind === 'pruned') {
-        changes.push({
-          workId,
-          kind,
-          lease: null,
-          fencingToken: BigInt(m.get('token') ?? '0'),
-          version: BigInt(m.get('version') ?? '0'),
-        });
+        const [token = '0', version = '0'] = change.slice(z + 1).split('\n');
+        changes.push({ workId, kind, lease: null, fencingToken: BigInt(token), version: BigInt(version) });
         continue;
       }
-      const lease = parseInfo(workId, (m.get('lease') ?? '').split('\n'));
+      const lease = parsePacked(workId, change, 2);
       if (lease === null) continue;
       changes.push({
         workId,

@@ -1,5 +1,5 @@
 /**
- * Key layout of the Redis backend (layout version 1). Nothing here does I/O.
+ * Key layout of the Redis backend (layout version 2). Nothing here does I/O.
  *
  * A work id maps to one of B buckets (B is fixed when the prefix is created and
  * stored in `<prefix>:meta`). Every key of a bucket carries the hash tag
@@ -9,30 +9,46 @@
  * so that two prefixes spread over different slots, and every key also starts
  * with `<prefix>:` so `SCAN MATCH <prefix>:*` finds everything of one prefix.
  *
- * | key                         | type   | holds                                                         |
- * |-----------------------------|--------|---------------------------------------------------------------|
- * | `<P>:meta`                  | hash   | `layout` (1), `buckets` (B), `created_at` (ms)                 |
- * | `<P>:{<P>:b<n>}:l:<workId>` | hash   | one lease: {@link INFO_FIELDS} plus `state` and `last_op`      |
- * | `<P>:{<P>:b<n>}:tok`        | hash   | workId → last fencing token; survives pruning                  |
- * | `<P>:{<P>:b<n>}:ids`        | zset   | workIds, score 0 (lexicographic index for paged listing)      |
- * | `<P>:{<P>:b<n>}:exp`        | zset   | workId → expires_at ms, a lower bound (see scripts.ts), for prune |
- * | `<P>:{<P>:b<n>}:chg`        | stream | change feed: `workId kind token version`, `MAXLEN ~ 10000`     |
- * | `<P>:{<P>:b<n>}:aud`        | stream | admin audit log (force-release), `MAXLEN ~ 10000`              |
+ * | key                         | type    | holds                                                          |
+ * |-----------------------------|---------|----------------------------------------------------------------|
+ * | `<P>:meta`                  | hash    | `layout` (2), `buckets` (B), `created_at` (ms)                 |
+ * | `<P>:{<P>:b<n>}:m`          | hash    | workId → the lease, packed (see below); after a prune, a tombstone: the last token |
+ * | `<P>:{<P>:b<n>}:s:<workId>` | string  | the checkpoint bytes of one work item                          |
+ * | `<P>:{<P>:b<n>}:ids`        | zset    | workIds, score 0 (lexicographic index for paged listing)      |
+ * | `<P>:{<P>:b<n>}:exp`        | zset    | workId → expires_at ms, a lower bound (see scripts.ts), for prune |
+ * | `<P>:{<P>:b<n>}:chg`        | stream  | change feed, one field `c` = kind LF workId LF packed lease, `MAXLEN ~ 10000` |
+ * | `<P>:{<P>:b<n>}:aud`        | stream  | admin audit log (force-release), `MAXLEN ~ 10000`              |
+ * | `<P>:{<P>:b<n>}:w`          | channel | shard channel: every write SPUBLISHes an empty message (wakes idle change readers) |
  *
- * (`<P>` is the key prefix.) Lease hashes carry no Redis TTL: an expired lease stays visible to operators
+ * (`<P>` is the key prefix.) A packed lease is the {@link INFO_FIELDS} values
+ * as decimal strings or words joined by LF ('' for none); LF cannot occur in
+ * any of them (ids refuse control characters). Why one field per lease in a
+ * bucket hash instead of a hash per lease (layout 1): a call reads and writes
+ * one field (layout 1 read 14 fields and wrote 6, which cost more server time
+ * than everything else in a renew), the change entry is that same string, and
+ * a list page reads a bucket's leases with one HMGET. The token lives in the
+ * packed lease, and a pruned work item keeps its last token as a tombstone in
+ * the same field, so no separate counter is written on the hot path.
+ * Checkpoint bytes live in their own string key so that no call but
+ * checkpoint and readCheckpoint moves them, and a page of them is a GETRANGE.
+ *
+ * Lease data carries no Redis TTL: an expired lease stays visible to operators
  * until an explicit prune.
+ *
+ * Layout 1 (a hash per lease, a token counter hash) is refused with
+ * SCHEMA_MISMATCH, also by `migrate`: no release ever wrote it, so there is no
+ * data to convert. Delete the prefix's keys or use a new prefix.
  */
 import { InvalidArgumentError } from '../../lease/errors.ts';
 
-export const LAYOUT_VERSION = 1;
+export const LAYOUT_VERSION = 2;
 export const DEFAULT_BUCKETS = 32;
 /** Approximate cap of each bucket's change stream and audit stream (entries). */
 export const STREAM_MAXLEN = 10_000;
 
 /**
- * The lease hash fields an operator sees, in the order every script and HMGET
- * returns them. The `state` bytes are deliberately not among them: listings,
- * the change feed and `get` never move checkpoint payloads.
+ * The fields of a packed lease, in order. The checkpoint bytes are deliberately
+ * not among them: listings, the change feed and `get` never move them.
  */
 export const INFO_FIELDS = [
   'holder',
@@ -89,13 +105,17 @@ export class Layout {
   readonly meta: string;
   /** `{<prefix>:b<n>}` for each bucket. */
   readonly tags: readonly string[];
-  /** `<prefix>:{<prefix>:b<n>}:l:` — a lease key is this plus the work id. */
-  readonly leasePrefixes: readonly string[];
-  readonly tok: readonly string[];
+  /** The bucket hash of packed leases. */
+  readonly m: readonly string[];
+  /** `<prefix>:{<prefix>:b<n>}:s:` — a checkpoint key is this plus the work id. */
+  readonly statePrefixes: readonly string[];
   readonly ids: readonly string[];
   readonly exp: readonly string[];
   readonly chg: readonly string[];
   readonly aud: readonly string[];
+  /** The shard channel each write of the bucket publishes on. */
+  readonly wake: readonly string[];
+  private readonly streamBuckets: Map<string, number>;
 
   constructor(
     readonly prefix: string,
@@ -108,26 +128,43 @@ export class Layout {
     const tags = Array.from({ length: buckets }, (_, n) => `{${prefix}:b${n}}`);
     this.tags = tags;
     const base = tags.map((t) => `${prefix}:${t}`);
-    this.leasePrefixes = base.map((k) => `${k}:l:`);
-    this.tok = base.map((k) => `${k}:tok`);
+    this.m = base.map((k) => `${k}:m`);
+    this.statePrefixes = base.map((k) => `${k}:s:`);
     this.ids = base.map((k) => `${k}:ids`);
     this.exp = base.map((k) => `${k}:exp`);
     this.chg = base.map((k) => `${k}:chg`);
     this.aud = base.map((k) => `${k}:aud`);
+    this.wake = base.map((k) => `${k}:w`);
+    this.streamBuckets = new Map(this.chg.map((k, b) => [k, b]));
+  }
+
+  /** The bucket of a change stream key (from an XREAD reply). */
+  bucketOfStream(key: string): number {
+    const b = this.streamBuckets.get(key);
+    if (b === undefined) throw new InvalidArgumentError(`'${key}' is not a change stream of this prefix`);
+    return b;
   }
 
   bucketOf(workId: string): number {
     return fnv1a(workId) % this.buckets;
   }
 
-  leaseKey(bucket: number, workId: string): string {
-    return this.leasePrefixes[bucket] + workId;
+  stateKey(bucket: number, workId: string): string {
+    return this.statePrefixes[bucket] + workId;
   }
 
-  /** Every key a lease call on `workId` may touch (for tests and operators). */
+  /** Every key (and the channel) a lease call on `workId` may touch (for tests and operators). */
   keysOf(workId: string): string[] {
     const b = this.bucketOf(workId);
-    return [this.leaseKey(b, workId), this.tok[b]!, this.ids[b]!, this.exp[b]!, this.chg[b]!, this.aud[b]!];
+    return [
+      this.m[b]!,
+      this.stateKey(b, workId),
+      this.ids[b]!,
+      this.exp[b]!,
+      this.chg[b]!,
+      this.aud[b]!,
+      this.wake[b]!,
+    ];
   }
 }
 
@@ -178,4 +215,25 @@ export function compareStreamIds(a: string, b: string): number {
   const [bm = '0', bs = '0'] = b.split('-');
   const d = Number(am) - Number(bm);
   return d !== 0 ? Math.sign(d) : Math.sign(Number(as) - Number(bs));
+}
+
+/**
+ * Compares two strings by their UTF-8 bytes (= code point order, the order of ZRANGEBYLEX) without
+ * encoding them. UTF-16 code unit order differs only where a surrogate (an astral character) meets a
+ * unit from U+E000–U+FFFF, which it must sort after.
+ */
+export function compareUtf8(a: string, b: string): number {
+  if (a === b) return 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0xd800 && y >= 0xd800) {
+      x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
+      y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
+    }
+    return x - y;
+  }
+  return a.length - b.length;
 }

@@ -2,26 +2,34 @@
  * The Lua scripts of the Redis backend: one script per call.
  *
  * Why a script is atomic: Redis runs a script to completion before it serves
- * any other command, so the read (HMGET), the decision and the writes of one
+ * any other command, so the read (HGET), the decision and the writes of one
  * call see and leave a consistent lease; no client-side read-modify-write.
  * Every key a script touches carries the same bucket hash tag (see layout.ts),
  * so on Redis Cluster the whole script runs on the one master owning that slot.
- * Keys built inside a script (`leasePrefix .. workId` in the per-bucket admin
- * scripts) are in that same slot by construction.
+ * Keys built inside a script (`statePrefix .. workId` in prune) are in that
+ * same slot by construction.
+ *
+ * A lease is one packed string in the bucket hash (layout.ts): a script HGETs
+ * it, splits it with one `string.match`, and writes it back with one HSET. The
+ * change entry is the same string, so emitting it costs one XADD of one field.
  *
  * Time is the server's: `TIME` (allowed in Redis 7 scripts, which replicate
- * their effects, not the script). Milliseconds = seconds * 1000 + floor(µs / 1000).
+ * their effects, not the script), called once per script.
+ * Milliseconds = seconds * 1000 + floor(µs / 1000).
  *
- * Replies tell every outcome apart, so a call never needs a second round trip:
- * the first element is a status word (`OK`, `HELD`, `FENCED`, `EXPIRED`,
- * `NOTFOUND`, `CONFLICT`), the rest is that outcome's payload, as documented on
- * each script. Numbers travel as decimal strings; tokens and versions are
- * exact up to 2^53.
+ * Replies tell every outcome apart, so a call never needs a second round trip.
+ * Success is a plain string (cheaper for Redis to return than an array, see
+ * Cost); every other outcome is an array whose first element is a status word
+ * (`HELD`, `FENCED`, `EXPIRED`, `NOTFOUND`, `CONFLICT`), as documented on each
+ * script. Numbers travel as decimal strings; tokens and versions are exact up
+ * to 2^53.
  *
- * Every write bumps the lease's `version` and appends one entry (workId, kind
- * and the lease after the write, without state bytes) to the bucket's change
- * stream (`XADD … MAXLEN ~`) in the same script, so the change feed never
- * misses a write and never shows one that did not happen.
+ * Every write bumps the lease's `version`, appends one entry (kind, workId and
+ * the packed lease after the write, never checkpoint bytes) to the bucket's
+ * change stream (`XADD … MAXLEN ~`) and SPUBLISHes an empty message on the
+ * bucket's shard channel, in the same script, so the change feed never misses a
+ * write and never shows one that did not happen, and an idle reader subscribed
+ * to the channel learns of it without polling.
  *
  * Idempotence (what happens if a script ran but its reply was lost, and the
  * call is sent again): acquire → `HELD` (the first one took it) — or, if that
@@ -32,67 +40,90 @@
  * token: the driver writes each call to the server at most once (index.ts,
  * connection.ts) and leaves retries to the caller.
  *
- * Cost (measured with INFO commandstats on Redis 7.0, loaded 2-core machine):
- * renew ≈ 23 µs of server time per call, of which HMGET of the 14 lease
- * fields ≈ 3, XADD ≈ 3, HSET ≈ 2, TIME < 0.2, the rest Lua (reply/argument
- * conversion, string building); the bench's raw HGET+HSET script ≈ 4 µs.
- * In isolation, Redis formatting a numeric argument (%.17g) cost more than
- * string.format('%d') in Lua, so numbers are turned into strings once.
+ * Cost: server time per call from INFO commandstats (usec_per_call of
+ * EVALSHA) on a private Redis 7.0 on a loaded 2-core machine, pipelined, same
+ * run (numbers vary ±25 % between runs): the bench's raw HGET+HSET script
+ * 3–5 µs; renew 9–12 µs with this layout against 14–16 µs with layout 1 (a
+ * hash per lease: HMGET of 14 fields, HSET of 6). Measured pieces: an empty
+ * script ≈ 1 µs, each redis.call ≈ 0.5–1 µs on top of the command's own work,
+ * TIME ≈ 1.5, HGET ≈ 1.3, HSET ≈ 1.5, XADD ≈ 2.2 (+0.7 with MAXLEN ~),
+ * SPUBLISH without subscribers ≈ 0.5, the string.match split of a lease ≈ 1,
+ * rebuilding it ≈ 0.7, returning a 2-element array instead of a string ≈ 0.5.
+ * Numbers are turned into strings once, with `string.format('%d')`: Redis would
+ * otherwise format numeric arguments with `%.17g`, which cost more.
  */
 import { INFO_FIELDS, STREAM_MAXLEN } from './layout.ts';
 
-const INFO = INFO_FIELDS.map((f) => `'${f}'`).join(', ');
-/** `v[1], v[2], …` — a lease's INFO_FIELDS values held in the Lua table `v`, in order. */
-const VALUES = INFO_FIELDS.map((_, i) => `v[${i + 1}]`).join(', ');
-const FIELD_VALUES = INFO_FIELDS.map((f, i) => `'${f}', v[${i + 1}]`).join(', ');
+/** Lua local names of the packed lease's fields, in INFO_FIELDS order. */
+const NAMES = [
+  'holder',
+  'tok',
+  'exp',
+  'ttl',
+  'step',
+  'acq',
+  'ren',
+  'chk',
+  'rel',
+  'size',
+  'clean',
+  'pred',
+  'ended',
+  'ver',
+] as const;
+type Name = (typeof NAMES)[number];
+if (NAMES.length !== INFO_FIELDS.length) throw new Error('NAMES and INFO_FIELDS disagree');
 
-/**
- * `now` (number) and `nows` (its decimal string). Numbers are turned into strings once, with
- * `string.format('%d')`: Redis would otherwise format every numeric argument with `%.17g` and
- * `table.concat` with `%.14g`, which together cost more than the rest of a renew.
- */
+/** A Lua pattern matching a whole packed lease, one capture per field; a tombstone does not match. */
+const PATTERN = `^${NAMES.map(() => '([^\\n]*)').join('\\n')}$`;
+
+/** Splits the packed lease in `m` into the locals NAMES (all nil when `m` is a tombstone). */
+const UNPACK = `local ${NAMES.join(', ')} = string.match(m, '${PATTERN}')`;
+
+/** The Lua expression of a packed lease: the locals NAMES, some replaced by other expressions. */
+function pack(changed: Partial<Record<Name, string>>): string {
+  return NAMES.map((n) => changed[n] ?? n).join(" .. '\\n' .. ");
+}
+
+/** `now` (number) and `nows` (its decimal string). */
 const NOW = `
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local nows = string.format('%d', now)`;
 
-/**
- * `emit(stream, workId, kind, v)` appends one change carrying the lease as it is after the write:
- * the INFO_FIELDS values (strings) joined by LF into one `lease` field, never the state bytes. One
- * field instead of fourteen pairs keeps XADD cheap on the hot path; LF cannot occur in any value
- * (ids refuse control characters, the rest are numbers and fixed words).
- */
+/** Appends change `c` (kind LF workId LF payload) to stream `chg` and wakes the bucket's readers. */
 const EMIT = `
-local function emit(stream, workId, kind, v)
-  redis.call('XADD', stream, 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', workId, 'kind', kind,
-    'lease', table.concat(v, '\\n'))
+local function emit(chg, wake, c)
+  redis.call('XADD', chg, 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'c', c)
+  redis.call('SPUBLISH', wake, '')
 end`;
 
 /**
- * Token check and liveness check shared by renew, checkpoint and release. ARGV[2] is the record's
- * token. Leaves the lease's INFO_FIELDS in `v` (missing ones as '') with the version already bumped,
- * and the stored expiry in `old` (number).
+ * Token check and liveness check shared by renew, checkpoint and release. KEYS[1] is the bucket
+ * hash, ARGV[1] the work id, ARGV[2] the record's token. Leaves the lease's fields in the locals
+ * NAMES, the stored expiry in `old` (number) and the bumped version in `ver`.
  */
 const GUARD = `${EMIT}
-local v = redis.call('HMGET', KEYS[1], ${INFO})
-if v[2] ~= ARGV[2] then return {'FENCED', v[2]} end
+local m = redis.call('HGET', KEYS[1], ARGV[1])
+if not m then return {'FENCED', false} end
+${UNPACK}
+if tok ~= ARGV[2] then return {'FENCED', tok or false} end
 ${NOW}
-local old = tonumber(v[3])
-if old <= now then return {'EXPIRED', v[3]} end
-for i = 1, ${INFO_FIELDS.length} do if not v[i] then v[i] = '' end end
-v[14] = string.format('%d', v[14] + 1)`;
+local old = tonumber(exp)
+if old <= now then return {'EXPIRED', exp} end
+ver = string.format('%d', ver + 1)`;
 
 /**
- * The expiry index `exp` holds a lower bound of each lease's expires_at: exact after acquire,
- * release and force-release, and left alone when renew/checkpoint push the expiry later (the
- * common case), which saves a ZADD per heartbeat. It is lowered when a renew shortens the lease.
- * prune re-checks the hash and raises stale scores.
+ * The expiry index `exp` holds a lower bound of each lease's expires_at: exact after a first
+ * acquire, release and force-release, and left alone when renew/checkpoint push the expiry later
+ * (the common case) and when an acquire follows an ended lease (its new expiry is later than the
+ * old one), which saves a ZADD per call. It is lowered when a renew shortens the lease. prune
+ * re-checks the lease and raises stale scores.
  */
 const EXTEND = `
-local expires = now + ARGV[3]
-v[3] = string.format('%d', expires)
-v[4] = ARGV[3]
-if expires < old then redis.call('ZADD', KEYS[2], v[3], ARGV[1]) end`;
+local e = now + ARGV[3]
+exp = string.format('%d', e)
+if e < old then redis.call('ZADD', KEYS[2], exp, ARGV[1]) end`;
 
 export interface ScriptDef {
   numberOfKeys: number;
@@ -100,151 +131,178 @@ export interface ScriptDef {
 }
 
 /**
- * acquire — KEYS: lease, tok, ids, exp, chg. ARGV: workId, holderId, ttlMs, stepId ('' = none).
+ * acquire — KEYS: m, ids, exp, chg, wake. ARGV: workId, holderId, ttlMs, stepId ('' = none).
  * - `{'HELD', holder, token, expires_at}` when a live lease exists (expires_at > now), also the caller's own.
- * - `{'OK', token, expires_at}` otherwise: token = tok[workId] + 1 (the counter survives pruning), the
- *   checkpoint state is kept, and how the predecessor ended is recorded (`pred_end`: none — new or pruned,
- *   released, force-released, expired) with `clean` = 1 for none/released.
+ * - `'<token> <expires_at>'` otherwise: token = the stored (or tombstoned) token + 1, so tokens
+ *   continue after a prune; the checkpoint state is kept; how the predecessor ended is recorded
+ *   (`pred_end`: none — new or pruned, released, force-released, expired) with `clean` = 1 for
+ *   none/released.
  */
 export const acquire: ScriptDef = {
   numberOfKeys: 5,
   lua: `${EMIT}
-local v = redis.call('HMGET', KEYS[1], 'holder', 'token', 'expires_at', 'ended', 'version', 'state_size')
+local m = redis.call('HGET', KEYS[1], ARGV[1])
 ${NOW}
-if v[2] and tonumber(v[3]) > now then
-  return {'HELD', v[1], v[2], v[3]}
+local tok, ver, size, pred, clean, fresh = '1', '1', '', 'none', '1', true
+if m then
+  local holder, t, exp, _, _, _, _, _, _, sz, _, _, ended, v = string.match(m, '${PATTERN}')
+  if not t then
+    tok = string.format('%d', m + 1)
+  else
+    if tonumber(exp) > now then return {'HELD', holder, t, exp} end
+    fresh = false
+    tok = string.format('%d', t + 1)
+    ver = string.format('%d', v + 1)
+    size = sz
+    if ended == 'released' then pred = ended
+    else
+      clean = '0'
+      if ended == 'force-released' then pred = ended else pred = 'expired' end
+    end
+  end
 end
-local pred = 'none'
-if v[2] then
-  if v[4] == 'released' or v[4] == 'force-released' then pred = v[4] else pred = 'expired' end
-else
-  redis.call('ZADD', KEYS[3], '0', ARGV[1])
+local exp = string.format('%d', now + ARGV[3])
+if fresh then
+  redis.call('ZADD', KEYS[2], '0', ARGV[1])
+  redis.call('ZADD', KEYS[3], exp, ARGV[1])
 end
-local clean = '0'
-if pred == 'none' or pred == 'released' then clean = '1' end
-local token = string.format('%d', redis.call('HINCRBY', KEYS[2], ARGV[1], 1))
-local expires = string.format('%d', now + ARGV[3])
-v = {ARGV[2], token, expires, ARGV[3], ARGV[4], nows, '', '', '', v[6] or '', clean, pred, '',
-  string.format('%d', (tonumber(v[5]) or 0) + 1)}
-redis.call('HSET', KEYS[1], ${FIELD_VALUES}, 'last_op', 'acquired')
-redis.call('ZADD', KEYS[4], expires, ARGV[1])
-emit(KEYS[5], ARGV[1], 'acquired', v)
-return {'OK', token, expires}`,
+m = ARGV[2] .. '\\n' .. tok .. '\\n' .. exp .. '\\n' .. ARGV[3] .. '\\n' .. ARGV[4] .. '\\n' .. nows .. '\\n\\n\\n\\n' ..
+  size .. '\\n' .. clean .. '\\n' .. pred .. '\\n\\n' .. ver
+redis.call('HSET', KEYS[1], ARGV[1], m)
+emit(KEYS[4], KEYS[5], 'acquired\\n' .. ARGV[1] .. '\\n' .. m)
+return tok .. ' ' .. exp`,
 };
 
 /**
- * renew — KEYS: lease, exp, chg. ARGV: workId, token, ttlMs.
- * - `{'FENCED', storedToken|nil}` token differs or no lease hash (never acquired, or pruned).
+ * renew — KEYS: m, exp, chg, wake. ARGV: workId, token, ttlMs.
+ * - `{'FENCED', storedToken|nil}` token differs or no lease (never acquired, or pruned).
  * - `{'EXPIRED', expires_at}` token matches but the lease ran out or was released.
- * - `{'OK', expires_at}` the new expiry, now + ttl.
+ * - `'<expires_at>'` the new expiry, now + ttl.
  */
 export const renew: ScriptDef = {
-  numberOfKeys: 3,
+  numberOfKeys: 4,
   lua: `${GUARD}
 ${EXTEND}
-v[7] = nows
-redis.call('HSET', KEYS[1], 'expires_at', v[3], 'ttl_ms', v[4], 'renewed_at', nows, 'version', v[14],
-  'last_op', 'renewed')
-emit(KEYS[3], ARGV[1], 'renewed', v)
-return {'OK', v[3]}`,
+m = ${pack({ ttl: 'ARGV[3]', ren: 'nows' })}
+redis.call('HSET', KEYS[1], ARGV[1], m)
+emit(KEYS[3], KEYS[4], 'renewed\\n' .. ARGV[1] .. '\\n' .. m)
+return exp`,
 };
 
 /**
- * checkpoint — KEYS: lease, exp, chg. ARGV: workId, token, ttlMs, state bytes.
- * Outcomes as {@link renew}; on `OK` the state and the new expiry are stored in the same step.
+ * checkpoint — KEYS: m, exp, chg, wake, state. ARGV: workId, token, ttlMs, state bytes.
+ * Outcomes as {@link renew}; on success the state and the new expiry are stored in the same step.
  */
 export const checkpoint: ScriptDef = {
-  numberOfKeys: 3,
+  numberOfKeys: 5,
   lua: `${GUARD}
 ${EXTEND}
-v[8] = nows
-v[10] = string.format('%d', #ARGV[4])
-redis.call('HSET', KEYS[1], 'state', ARGV[4], 'state_size', v[10], 'checkpointed_at', nows,
-  'expires_at', v[3], 'ttl_ms', v[4], 'version', v[14], 'last_op', 'checkpointed')
-emit(KEYS[3], ARGV[1], 'checkpointed', v)
-return {'OK', v[3]}`,
+redis.call('SET', KEYS[5], ARGV[4])
+m = ${pack({ ttl: 'ARGV[3]', chk: 'nows', size: "string.format('%d', #ARGV[4])" })}
+redis.call('HSET', KEYS[1], ARGV[1], m)
+emit(KEYS[3], KEYS[4], 'checkpointed\\n' .. ARGV[1] .. '\\n' .. m)
+return exp`,
 };
 
 /**
- * release — KEYS: lease, exp, chg. ARGV: workId, token.
- * Outcomes as {@link renew} (a holder whose lease ran out cannot claim a clean handoff); on `OK`
+ * release — KEYS: m, exp, chg, wake. ARGV: workId, token.
+ * Outcomes as {@link renew} (a holder whose lease ran out cannot claim a clean handoff); on success
  * expires_at = now - 1 ms and `ended` = released, so the next acquire succeeds at once and is clean.
  */
 export const release: ScriptDef = {
-  numberOfKeys: 3,
+  numberOfKeys: 4,
   lua: `${GUARD}
-v[3] = string.format('%d', now - 1)
-v[9] = nows
-v[13] = 'released'
-redis.call('HSET', KEYS[1], 'expires_at', v[3], 'released_at', nows, 'ended', 'released',
-  'version', v[14], 'last_op', 'released')
-redis.call('ZADD', KEYS[2], v[3], ARGV[1])
-emit(KEYS[3], ARGV[1], 'released', v)
-return {'OK', v[3]}`,
+exp = string.format('%d', now - 1)
+m = ${pack({ rel: 'nows', ended: "'released'" })}
+redis.call('HSET', KEYS[1], ARGV[1], m)
+redis.call('ZADD', KEYS[2], exp, ARGV[1])
+emit(KEYS[3], KEYS[4], 'released\\n' .. ARGV[1] .. '\\n' .. m)
+return exp`,
 };
 
 /**
- * forceRelease — KEYS: lease, tok, exp, chg, aud. ARGV: workId, expectedToken, operator, reason.
- * - `{'NOTFOUND'}` no lease hash.
+ * forceRelease — KEYS: m, exp, chg, wake, aud. ARGV: workId, expectedToken, operator, reason.
+ * - `{'NOTFOUND'}` no lease (never acquired, or pruned).
  * - `{'CONFLICT', token, ended}` the stored token is not the one the operator saw, or the lease was
  *   already released / force-released (an expired, unreleased lease can be force-released).
- * - `{'OK', …INFO_FIELDS}` the lease after the change: token bumped (and the counter with it, so the old
- *   holder is fenced), expires_at = now - 1 ms, ended = force-released (the successor's handoff is not
- *   clean); one audit entry and one change entry are appended.
+ * - `'<packed lease>'` the lease after the change: token bumped (so the old holder is fenced),
+ *   expires_at = now - 1 ms, ended = force-released (the successor's handoff is not clean); one
+ *   audit entry and one change entry are appended.
  */
 export const forceRelease: ScriptDef = {
   numberOfKeys: 5,
   lua: `${EMIT}
-local v = redis.call('HMGET', KEYS[1], ${INFO})
-if not v[2] then return {'NOTFOUND'} end
-if v[2] ~= ARGV[2] or v[13] == 'released' or v[13] == 'force-released' then
-  return {'CONFLICT', v[2], v[13]}
+local m = redis.call('HGET', KEYS[1], ARGV[1])
+if not m then return {'NOTFOUND'} end
+${UNPACK}
+if not tok then return {'NOTFOUND'} end
+if tok ~= ARGV[2] or ended == 'released' or ended == 'force-released' then
+  return {'CONFLICT', tok, ended}
 end
 ${NOW}
-for i = 1, ${INFO_FIELDS.length} do if not v[i] then v[i] = '' end end
-local oldToken = v[2]
-v[2] = string.format('%d', redis.call('HINCRBY', KEYS[2], ARGV[1], 1))
-v[3] = string.format('%d', now - 1)
-v[9] = nows
-v[13] = 'force-released'
-v[14] = string.format('%d', v[14] + 1)
-redis.call('HSET', KEYS[1], 'token', v[2], 'expires_at', v[3], 'released_at', nows,
-  'ended', 'force-released', 'version', v[14], 'last_op', 'force-released')
-redis.call('ZADD', KEYS[3], v[3], ARGV[1])
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', ARGV[1], 'operator', ARGV[3],
-  'reason', ARGV[4], 'old_holder', v[1], 'old_token', oldToken, 'new_token', v[2], 'at', nows)
-emit(KEYS[4], ARGV[1], 'force-released', v)
-return {'OK', ${VALUES}}`,
+local oldTok = tok
+tok = string.format('%d', tok + 1)
+exp = string.format('%d', now - 1)
+m = ${pack({ rel: 'nows', ended: "'force-released'", ver: "string.format('%d', ver + 1)" })}
+redis.call('HSET', KEYS[1], ARGV[1], m)
+redis.call('ZADD', KEYS[2], exp, ARGV[1])
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'workId', ARGV[1], 'operator', ARGV[3],
+  'reason', ARGV[4], 'old_holder', holder, 'old_token', oldTok, 'new_token', tok, 'at', nows)
+emit(KEYS[3], KEYS[4], 'force-released\\n' .. ARGV[1] .. '\\n' .. m)
+return m`,
+};
+
+/** Captures the token (field 2) and field `n` (> 2) of a packed lease. */
+function tokenAnd(n: number): string {
+  return `^[^\\n]*\\n([^\\n]*)\\n${'[^\\n]*\\n'.repeat(n - 3)}([^\\n]*)\\n`;
+}
+
+/**
+ * readCheckpoint — KEYS: m, state. ARGV: workId, token.
+ * - `{'FENCED', storedToken|nil}` token differs or no lease.
+ * - `{clean ('0'|'1'), bytes|nil}` the checkpoint (nil when none was ever saved) and whether this
+ *   lease began cleanly, read together.
+ */
+export const readCheckpoint: ScriptDef = {
+  numberOfKeys: 2,
+  lua: `
+local m = redis.call('HGET', KEYS[1], ARGV[1])
+if not m then return {'FENCED', false} end
+local tok, clean = string.match(m, '${tokenAnd(11)}')
+if tok ~= ARGV[2] then return {'FENCED', tok or false} end
+return {clean, redis.call('GET', KEYS[2])}`,
 };
 
 /**
- * readState — KEYS: lease. ARGV: offset, length.
- * - nil when there is no lease hash.
- * - `{token, size|nil, bytes}` the page [offset, offset + length) of the stored checkpoint.
- * Redis has no partial read of a hash field, so the script slices on the server: at most `length`
- * bytes cross the network however large the checkpoint is.
+ * readState — KEYS: m, state. ARGV: workId, offset, length.
+ * - nil when there is no lease (never acquired, or pruned).
+ * - `{token, size|nil, bytes}` the page [offset, offset + length) of the stored checkpoint; size nil
+ *   when none was ever saved. GETRANGE reads only the page, however large the checkpoint is.
  */
 export const readState: ScriptDef = {
-  numberOfKeys: 1,
+  numberOfKeys: 2,
   lua: `
-local f = redis.call('HMGET', KEYS[1], 'token', 'state')
-if not f[1] then return false end
-if not f[2] then return {f[1], false, ''} end
-return {f[1], #f[2], string.sub(f[2], ARGV[1] + 1, ARGV[1] + ARGV[2])}`,
+local m = redis.call('HGET', KEYS[1], ARGV[1])
+if not m then return false end
+local tok, size = string.match(m, '${tokenAnd(10)}')
+if not tok then return false end
+if size == '' then return {tok, false, ''} end
+return {tok, tonumber(size), redis.call('GETRANGE', KEYS[2], ARGV[2], ARGV[2] + ARGV[3] - 1)}`,
 };
 
 /**
- * prune (one bucket) — KEYS: exp, ids, chg. ARGV: olderThanMs, limit, leasePrefix.
- * Deletes at most `limit` lease hashes whose expires_at <= now - olderThanMs (released, force-released
- * and run-out leases all have expires_at in the past; live ones are never touched) and their index
- * entries; the token counter stays so a later acquire continues the sequence. Emits a `pruned`
- * change (token = the last token, version = last version + 1) per deleted lease.
- * `exp` scores are lower bounds (see EXTEND): a candidate whose hash says it expires later gets its
+ * prune (one bucket) — KEYS: exp, ids, chg, wake, m. ARGV: olderThanMs, limit, statePrefix.
+ * Removes at most `limit` leases whose expires_at <= now - olderThanMs (released, force-released
+ * and run-out leases all have expires_at in the past; live ones are never touched) with their
+ * checkpoints and index entries. The lease's field keeps its last token as a tombstone so a later
+ * acquire continues the sequence. Emits a `pruned` change (kind LF workId LF token LF version, the
+ * version = last version + 1) per removed lease.
+ * `exp` scores are lower bounds (see EXTEND): a candidate whose lease says it expires later gets its
  * true score and is skipped, so every candidate leaves the range and the loop ends.
- * Returns how many lease hashes it deleted.
+ * Returns how many leases it removed.
  */
 export const prune: ScriptDef = {
-  numberOfKeys: 3,
+  numberOfKeys: 5,
   lua: `
 ${NOW}
 local cutoff = now - ARGV[1]
@@ -255,50 +313,60 @@ while n < limit do
   if #ids == 0 then break end
   for i = 1, #ids do
     local id = ids[i]
-    local key = ARGV[3] .. id
-    local f = redis.call('HMGET', key, 'token', 'version', 'expires_at')
-    if f[1] and tonumber(f[3]) > cutoff then
-      redis.call('ZADD', KEYS[1], f[3], id)
+    local m = redis.call('HGET', KEYS[5], id) or ''
+    ${UNPACK}
+    if tok and tonumber(exp) > cutoff then
+      redis.call('ZADD', KEYS[1], exp, id)
     else
-      redis.call('DEL', key)
       redis.call('ZREM', KEYS[1], id)
       redis.call('ZREM', KEYS[2], id)
-      if f[1] then
+      if tok then
         n = n + 1
-        redis.call('XADD', KEYS[3], 'MAXLEN', '~', ${STREAM_MAXLEN}, '*', 'workId', id, 'kind', 'pruned',
-          'token', f[1], 'version', string.format('%d', (tonumber(f[2]) or 0) + 1))
+        redis.call('HSET', KEYS[5], id, tok)
+        redis.call('DEL', ARGV[3] .. id)
+        redis.call('XADD', KEYS[3], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'c',
+          'pruned\\n' .. id .. '\\n' .. tok .. '\\n' .. string.format('%d', ver + 1))
       end
     end
   end
 end
+if n > 0 then redis.call('SPUBLISH', KEYS[4], '') end
 return n`,
 };
 
 /**
- * listScan (one bucket) — KEYS: ids. ARGV: leasePrefix, min, max (ZRANGEBYLEX bounds), want,
- * holderId ('' = any), scanCap.
- * Walks the bucket's work ids in byte order from `min`, returning up to `want` leases (INFO_FIELDS,
- * never the state) whose holder matches, and looking at no more than `scanCap` ids so a sparse filter
- * cannot block the server for long.
- * Returns `{done, lastScanned|nil, {{workId, {INFO}}, …}}`; done = 1 when the bucket is exhausted.
+ * listScan (one bucket) — KEYS: ids, m. ARGV: min, max (ZRANGEBYLEX bounds), want, holderId
+ * ('' = any), scanCap.
+ * Walks the bucket's work ids in byte order from `min`, returning up to `want` packed leases whose
+ * holder matches, looking at no more than `scanCap` ids so a sparse filter cannot block the server
+ * for long. One HMGET per chunk of ids, not a call per lease.
+ * Returns `{done, lastScanned|nil, {workId, packed, workId, packed, …}}`; done = 1 when the bucket is
+ * exhausted.
  */
 export const listScan: ScriptDef = {
-  numberOfKeys: 1,
+  numberOfKeys: 2,
   lua: `
-local want, cap = tonumber(ARGV[4]), tonumber(ARGV[6])
-local out, n, scanned, done = {}, 0, 0, 0
-local min, last = ARGV[2], false
+local want, cap, holder = tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[4]
+local hp = holder .. '\\n'
+local hl = #hp
+local out, n, scanned, done, last = {}, 0, 0, 0, false
+local min = ARGV[1]
 while n < want and scanned < cap do
-  local chunk = math.min(cap - scanned, math.max(want - n, 64))
-  local ids = redis.call('ZRANGEBYLEX', KEYS[1], min, ARGV[3], 'LIMIT', 0, chunk)
+  local chunk = math.min(cap - scanned, math.max(want - n, 64), 2000)
+  local ids = redis.call('ZRANGEBYLEX', KEYS[1], min, ARGV[2], 'LIMIT', 0, chunk)
+  if #ids == 0 then
+    done = 1
+    break
+  end
+  local leases = redis.call('HMGET', KEYS[2], unpack(ids))
   for i = 1, #ids do
-    local id = ids[i]
     scanned = scanned + 1
-    last = id
-    local f = redis.call('HMGET', ARGV[1] .. id, ${INFO})
-    if f[2] and (ARGV[5] == '' or f[1] == ARGV[5]) then
+    last = ids[i]
+    local l = leases[i]
+    if l and (holder == '' or string.sub(l, 1, hl) == hp) then
+      out[n * 2 + 1] = last
+      out[n * 2 + 2] = l
       n = n + 1
-      out[n] = {id, f}
       if n >= want then break end
     end
   end
@@ -334,9 +402,8 @@ end`;
  * changesRead (one bucket) — KEYS: chg. ARGV: cursor id (exclusive), count, cursor ordinal.
  * - `{1, {}}` gap: entries after the cursor were trimmed away (MAXLEN ~), or the stream was deleted
  *   and started over (fewer entries added than the cursor's ordinal).
- * - `{0, {{streamId, {field, value, …}}, …}}` up to `count` entries after the cursor, oldest first;
- *   each holds `workId`, `kind` and `lease` (the lease after that write, see `emit`), or for
- *   `pruned` `token` and `version` instead of `lease`. They have ordinals k+1, k+2, ….
+ * - `{0, {{streamId, {'c', change}}, …}}` up to `count` entries after the cursor, oldest first
+ *   (see EMIT and prune for `change`). They have ordinals k+1, k+2, ….
  */
 export const changesRead: ScriptDef = {
   numberOfKeys: 1,
