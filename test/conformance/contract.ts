@@ -1,0 +1,1403 @@
+/**
+ * The conformance suite of the lease contract (DESIGN §2), written once against
+ * the public API and run by one small test file per backend, so every backend is
+ * held to the same semantics. A backend change that alters behaviour extends
+ * this file; it never gets a backend-specific exception here.
+ *
+ * Conventions: every case uses its own work ids (unique within the file's
+ * namespace), "live" leases have a long ttl, expiry is forced with short ttls
+ * and a wait measured on the server's clock, and every refused call is
+ * followed by a check that the stored lease did not change.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type {
+  BackendKind,
+  ChangeKind,
+  LeaseBackend,
+  LeaseChange,
+  LeaseInfo,
+  LeasePage,
+  LeaseRecord,
+  OpenOptions,
+} from '../../src/index.ts';
+import {
+  BackendUnavailableError,
+  ConflictError,
+  ErrorCode,
+  FencedError,
+  InvalidArgumentError,
+  LeaseExpiredError,
+  LeaseHeldError,
+  MAX_ID_LENGTH,
+  NotFoundError,
+  WorkleaseError,
+} from '../../src/index.ts';
+import { allTargets, type BackendTarget, openIsolated, uniqueNamespace } from '../support/backends.ts';
+import { dropConnections, dropNamespace, hasServerConnections } from '../support/faults.ts';
+
+/** Long enough that a lease cannot run out during a case. */
+const LIVE = 30_000;
+/** Short enough that waiting it out keeps the suite fast. */
+const SHORT = 100;
+/** A small checkpoint limit, so the over-limit case is cheap; every payload here fits. */
+const MAX_STATE = 1024;
+/** Longest a single call may take around a dropped connection before we call it a hang. */
+const LIVENESS_MS = 15_000;
+
+export function targetFor(kind: BackendKind): BackendTarget {
+  const target = allTargets().find((t) => t.kind === kind);
+  if (target === undefined) throw new Error(`no test target for ${kind}`);
+  return target;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function bytes(...values: number[]): Uint8Array {
+  return Uint8Array.from(values);
+}
+
+/** Rejects when `promise` does not settle in time, so a hang fails the case instead of the whole file. */
+async function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function summarize(err: unknown): Record<string, unknown> {
+  return err instanceof Error
+    ? { name: err.name, code: (err as { code?: unknown }).code, message: err.message }
+    : { thrown: err };
+}
+
+/**
+ * Runs `call` and asserts it fails with exactly this class and code. A thunk,
+ * so a backend that throws synchronously is caught too.
+ */
+async function expectError<E extends WorkleaseError>(
+  call: () => Promise<unknown>,
+  Cls: new (message: string) => E,
+  code: ErrorCode,
+): Promise<E> {
+  let result: unknown;
+  try {
+    result = await call();
+  } catch (err) {
+    expect(summarize(err)).toMatchObject({ code });
+    expect(err).toBeInstanceOf(Cls);
+    expect(err).toBeInstanceOf(WorkleaseError);
+    return err as E;
+  }
+  throw new Error(`expected ${code}, but the call succeeded with ${String(result)}`);
+}
+
+/** Asserts (token, version) strictly increases along the list, lexicographically. */
+function expectIncreasing(points: { fencingToken: bigint; version: bigint }[]): void {
+  for (let i = 1; i < points.length; i++) {
+    const a = points[i - 1]!;
+    const b = points[i]!;
+    const later =
+      b.fencingToken > a.fencingToken || (b.fencingToken === a.fencingToken && b.version > a.version);
+    expect(
+      later,
+      `(token, version) must strictly increase: (${a.fencingToken}, ${a.version}) then (${b.fencingToken}, ${b.version})`,
+    ).toBe(true);
+  }
+}
+
+function samePoint(
+  a: { fencingToken: bigint; version: bigint },
+  b: { fencingToken: bigint; version: bigint },
+): boolean {
+  return a.fencingToken === b.fencingToken && a.version === b.version;
+}
+
+/** True when a Uint8Array (a checkpoint payload) is anywhere inside `value`. */
+function holdsBytes(value: unknown, depth = 0): boolean {
+  if (value instanceof Uint8Array || value instanceof ArrayBuffer) return true;
+  if (depth > 6 || typeof value !== 'object' || value === null || value instanceof Date) return false;
+  return Object.values(value).some((v) => holdsBytes(v, depth + 1));
+}
+
+export function defineConformance(target: BackendTarget): void {
+  describe(`lease contract on ${target.kind}`, () => {
+    const namespace = uniqueNamespace(`conf_${target.kind.replace('-', '_')}`);
+    const namespaces = new Set<string>([namespace]);
+    const opened: LeaseBackend[] = [];
+    let b: LeaseBackend;
+    let seq = 0;
+    /** A work id no other case uses. */
+    const wid = (tag: string): string => `${tag}-${++seq}`;
+
+    async function open(ns = namespace, extra: OpenOptions = {}): Promise<LeaseBackend> {
+      namespaces.add(ns);
+      const backend = await openIsolated(target, ns, extra);
+      opened.push(backend);
+      return backend;
+    }
+
+    /** Waits until the server's clock is past `expiresAt` (plus a little), bounded. */
+    async function waitPast(expiresAt: Date, backend: LeaseBackend = b): Promise<void> {
+      const now = await backend.admin.serverTime();
+      await sleep(Math.min(2_000, Math.max(0, expiresAt.getTime() - now.getTime())) + 30);
+    }
+
+    /** The stored lease, which must exist. */
+    async function info(workId: string, backend: LeaseBackend = b): Promise<LeaseInfo> {
+      const got = await backend.admin.get(workId);
+      expect(got, `admin.get(${workId})`).not.toBeNull();
+      return got!;
+    }
+
+    /** A lease held by `holder` that has already run out (by the server's clock). */
+    async function expiredLease(workId: string, holder: string, state?: Uint8Array): Promise<LeaseRecord> {
+      const rec = await b.acquire(workId, holder, LIVE);
+      // The checkpoint/renew shortens the lease so the setup call itself cannot run into the expiry.
+      if (state === undefined) await b.renew(rec, SHORT);
+      else await b.checkpoint(rec, state, SHORT);
+      await waitPast((await info(workId)).expiresAt);
+      return rec;
+    }
+
+    beforeAll(async () => {
+      // One backend per file: opening PGlite compiles Postgres to WASM, which takes seconds.
+      b = await open(namespace, { maxStateBytes: MAX_STATE });
+    });
+
+    afterAll(async () => {
+      for (const backend of opened) await backend.close().catch(() => {});
+      for (const ns of namespaces) await dropNamespace(target, ns);
+    });
+
+    it('reports its kind, URL and checkpoint size limit', () => {
+      expect(b.kind).toBe(target.kind);
+      expect(b.url).toBe(target.url);
+      expect(b.maxStateBytes).toBe(MAX_STATE);
+    });
+
+    describe('acquire', () => {
+      it('on a fresh work item: token 1, clean handoff, no state', async () => {
+        const w = wid('fresh');
+        const rec = await b.acquire(w, 'h1', LIVE);
+        expect(rec.workId).toBe(w);
+        expect(rec.holderId).toBe('h1');
+        expect(rec.fencingToken).toBe(1n);
+        expect(rec.expiresAt).toBeInstanceOf(Date);
+        expect(await b.readCheckpoint(rec)).toEqual({ state: null, cleanHandoff: true });
+        expect(await info(w)).toMatchObject({
+          workId: w,
+          holderId: 'h1',
+          fencingToken: 1n,
+          cleanHandoff: true,
+          predecessorEnd: 'none',
+          ended: null,
+          checkpointSize: null,
+        });
+      });
+
+      it('accepts ids of exactly MAX_ID_LENGTH and any well-formed Unicode, and returns them unchanged', async () => {
+        const longWork = `${wid('long')}-`.padEnd(MAX_ID_LENGTH, 'w');
+        const longHolder = 'h'.repeat(MAX_ID_LENGTH);
+        const longStep = 's'.repeat(MAX_ID_LENGTH);
+        const rec = await b.acquire(longWork, longHolder, LIVE, { stepId: longStep });
+        expect(rec.workId).toBe(longWork);
+        expect(rec.holderId).toBe(longHolder);
+        expect(await info(longWork)).toMatchObject({
+          workId: longWork,
+          holderId: longHolder,
+          stepId: longStep,
+        });
+
+        const uni = `${wid('uni')}-zé-日本-🙂-{tag}:x%_*?[\\`;
+        const rec2 = await b.acquire(uni, 'hölder-🙂', LIVE);
+        expect(rec2).toMatchObject({ workId: uni, holderId: 'hölder-🙂', fencingToken: 1n });
+        expect(await info(uni)).toMatchObject({ workId: uni, holderId: 'hölder-🙂' });
+      });
+
+      it('on a live lease: LEASE_HELD, for another holder and for the same holder, and nothing changes', async () => {
+        const w = wid('held');
+        await b.acquire(w, 'h1', LIVE);
+        const before = await info(w);
+        await expectError(() => b.acquire(w, 'h2', LIVE), LeaseHeldError, ErrorCode.LEASE_HELD);
+        await expectError(() => b.acquire(w, 'h1', LIVE), LeaseHeldError, ErrorCode.LEASE_HELD);
+        expect(await info(w)).toEqual(before);
+      });
+
+      it('sets expiresAt to the server time plus ttl', async () => {
+        const w = wid('expiry');
+        const t0 = (await b.admin.serverTime()).getTime();
+        const rec = await b.acquire(w, 'h1', 60_000);
+        const t1 = (await b.admin.serverTime()).getTime();
+        expect(rec.expiresAt.getTime()).toBeGreaterThanOrEqual(t0 + 60_000 - 1_000);
+        expect(rec.expiresAt.getTime()).toBeLessThanOrEqual(t1 + 60_000 + 1_000);
+        expect((await info(w)).expiresAt.getTime()).toBe(rec.expiresAt.getTime());
+      });
+
+      it('after expiry: token + 1, a takeover (not clean), and the previous checkpoint is kept', async () => {
+        const w = wid('takeover');
+        await expiredLease(w, 'h1', bytes(1, 2, 3));
+        const rec = await b.acquire(w, 'h2', LIVE);
+        expect(rec.fencingToken).toBe(2n);
+        const read = await b.readCheckpoint(rec);
+        expect(read.cleanHandoff).toBe(false);
+        expect(Array.from(read.state ?? [])).toEqual([1, 2, 3]);
+        expect(await info(w)).toMatchObject({
+          holderId: 'h2',
+          fencingToken: 2n,
+          cleanHandoff: false,
+          predecessorEnd: 'expired',
+          ended: null,
+          checkpointSize: 3,
+        });
+      });
+
+      it('after expiry the same holder may take its own lease back, as a takeover', async () => {
+        const w = wid('self-takeover');
+        await expiredLease(w, 'h1');
+        const rec = await b.acquire(w, 'h1', LIVE);
+        expect(rec.fencingToken).toBe(2n);
+        expect((await b.readCheckpoint(rec)).cleanHandoff).toBe(false);
+      });
+
+      it('after release: token + 1, a clean handoff, and the checkpoint is kept', async () => {
+        const w = wid('handoff');
+        const r1 = await b.acquire(w, 'h1', LIVE);
+        await b.checkpoint(r1, bytes(9, 8, 7), LIVE);
+        await b.release(r1);
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        expect(r2.fencingToken).toBe(2n);
+        const read = await b.readCheckpoint(r2);
+        expect(read.cleanHandoff).toBe(true);
+        expect(Array.from(read.state ?? [])).toEqual([9, 8, 7]);
+        expect(await info(w)).toMatchObject({
+          holderId: 'h2',
+          cleanHandoff: true,
+          predecessorEnd: 'released',
+          ended: null,
+        });
+      });
+
+      it('tokens increase by one and never repeat across acquire, release, expiry, force-release and prune', async () => {
+        const w = wid('tokens');
+        const wLive = wid('tokens-live');
+        const wExpired = wid('tokens-expired');
+        const seen: bigint[] = [];
+
+        const r1 = await b.acquire(w, 'a', LIVE);
+        seen.push(r1.fencingToken);
+        await b.release(r1);
+        const r2 = await b.acquire(w, 'b', LIVE);
+        seen.push(r2.fencingToken);
+        await b.renew(r2, SHORT);
+        await waitPast((await info(w)).expiresAt);
+        const r3 = await b.acquire(w, 'c', LIVE);
+        seen.push(r3.fencingToken);
+        const forced = await b.admin.forceRelease(w, {
+          expectedToken: r3.fencingToken,
+          operator: 'op',
+          reason: 'test',
+        });
+        seen.push(forced.fencingToken);
+        const r5 = await b.acquire(w, 'd', LIVE);
+        seen.push(r5.fencingToken);
+        await b.checkpoint(r5, bytes(5), LIVE);
+        await b.release(r5);
+        expect(seen).toEqual([1n, 2n, 3n, 4n, 5n]);
+
+        const live = await b.acquire(wLive, 'e', LIVE);
+        await expiredLease(wExpired, 'x');
+        await sleep(20);
+        const pruned = await b.admin.prune({ olderThanMs: 0 });
+        expect(pruned).toBeGreaterThanOrEqual(2);
+        expect(await b.admin.get(w)).toBeNull();
+        expect(await b.admin.get(wExpired)).toBeNull();
+        expect(await b.admin.readState(w)).toBeNull();
+        // A live lease is not ended, so prune keeps it.
+        expect(await info(wLive)).toMatchObject({
+          holderId: 'e',
+          fencingToken: live.fencingToken,
+          ended: null,
+        });
+
+        const r6 = await b.acquire(w, 'f', LIVE);
+        expect(r6.fencingToken).toBe(6n);
+        // The checkpoint went with the pruned item.
+        expect((await b.readCheckpoint(r6)).state).toBeNull();
+        expect((await b.acquire(wExpired, 'y', LIVE)).fencingToken).toBe(2n);
+      });
+    });
+
+    describe('checkpoint', () => {
+      it('stores binary state exactly and extends the expiry; the successor reads the last state', async () => {
+        const w = wid('ckpt');
+        const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+        const payload = new Uint8Array([0, 0, 255, 255, ...all, 0xff, 0x00]);
+        const r1 = await b.acquire(w, 'h1', 1_000);
+        await b.checkpoint(r1, payload, LIVE);
+        const stored = await info(w);
+        expect(stored.expiresAt.getTime()).toBeGreaterThan(r1.expiresAt.getTime() + 20_000);
+        expect(stored.checkpointSize).toBe(payload.byteLength);
+        expect(stored.checkpointedAt).toBeInstanceOf(Date);
+        expect(stored.ttlMs).toBe(LIVE);
+        const read = await b.readCheckpoint(r1);
+        expect(read.state).toBeInstanceOf(Uint8Array);
+        expect(Array.from(read.state!)).toEqual(Array.from(payload));
+
+        // A view into a larger buffer: only the viewed bytes are the state.
+        const backing = bytes(0xee, 0xee, 1, 0, 2, 0xee);
+        await b.checkpoint(r1, backing.subarray(2, 5), LIVE);
+        expect(Array.from((await b.readCheckpoint(r1)).state!)).toEqual([1, 0, 2]);
+        await b.checkpoint(r1, Buffer.from([0xff, 0x00, 0x7f]), LIVE);
+
+        await b.release(r1);
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        expect(Array.from((await b.readCheckpoint(r2)).state!)).toEqual([0xff, 0x00, 0x7f]);
+      });
+
+      it('stores an empty Uint8Array as empty state, not as no state', async () => {
+        const w = wid('empty');
+        const r1 = await b.acquire(w, 'h1', LIVE);
+        await b.checkpoint(r1, bytes(1, 2), LIVE);
+        await b.checkpoint(r1, new Uint8Array(0), LIVE);
+        const read = await b.readCheckpoint(r1);
+        expect(read.state).toBeInstanceOf(Uint8Array);
+        expect(read.state!.byteLength).toBe(0);
+        expect((await info(w)).checkpointSize).toBe(0);
+        await b.release(r1);
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        const next = await b.readCheckpoint(r2);
+        expect(next.state).toBeInstanceOf(Uint8Array);
+        expect(next.state!.byteLength).toBe(0);
+      });
+
+      it('FENCED after someone else acquired; nothing is written', async () => {
+        const w = wid('ckpt-fenced');
+        const r1 = await expiredLease(w, 'h1', bytes(1));
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        const before = await info(w);
+        await expectError(() => b.checkpoint(r1, bytes(2), LIVE), FencedError, ErrorCode.FENCED);
+        expect(await info(w)).toEqual(before);
+        expect(Array.from((await b.readCheckpoint(r2)).state!)).toEqual([1]);
+      });
+
+      it('LEASE_EXPIRED when the token matches but the lease ran out; nothing is written', async () => {
+        const w = wid('ckpt-expired');
+        const r1 = await expiredLease(w, 'h1', bytes(1));
+        const before = await info(w);
+        await expectError(() => b.checkpoint(r1, bytes(2), LIVE), LeaseExpiredError, ErrorCode.LEASE_EXPIRED);
+        expect(await info(w)).toEqual(before);
+        expect(Array.from((await b.readCheckpoint(r1)).state!)).toEqual([1]);
+      });
+    });
+
+    describe('renew', () => {
+      it('returns the same token with a later expiry', async () => {
+        const w = wid('renew');
+        const r1 = await b.acquire(w, 'h1', 1_000);
+        const r2 = await b.renew(r1, LIVE);
+        expect(r2.workId).toBe(w);
+        expect(r2.holderId).toBe('h1');
+        expect(r2.fencingToken).toBe(r1.fencingToken);
+        expect(r2.expiresAt.getTime()).toBeGreaterThan(r1.expiresAt.getTime());
+        const stored = await info(w);
+        expect(stored.expiresAt.getTime()).toBe(r2.expiresAt.getTime());
+        expect(stored.ttlMs).toBe(LIVE);
+        expect(stored.renewedAt).toBeInstanceOf(Date);
+        // The record's expiresAt is informational: the token decides, so the first record still renews.
+        const r3 = await b.renew(r1, LIVE + 1_000);
+        expect(r3.fencingToken).toBe(r1.fencingToken);
+        expect(r3.expiresAt.getTime()).toBeGreaterThan(r1.expiresAt.getTime());
+      });
+
+      it('FENCED after someone else acquired; nothing is written', async () => {
+        const w = wid('renew-fenced');
+        const r1 = await expiredLease(w, 'h1');
+        await b.acquire(w, 'h2', LIVE);
+        const before = await info(w);
+        await expectError(() => b.renew(r1, LIVE), FencedError, ErrorCode.FENCED);
+        expect(await info(w)).toEqual(before);
+      });
+
+      it('LEASE_EXPIRED when the lease ran out; it is not revived', async () => {
+        const w = wid('renew-expired');
+        const r1 = await expiredLease(w, 'h1');
+        const before = await info(w);
+        await expectError(() => b.renew(r1, LIVE), LeaseExpiredError, ErrorCode.LEASE_EXPIRED);
+        expect(await info(w)).toEqual(before);
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        expect(r2.fencingToken).toBe(2n);
+      });
+    });
+
+    describe('release', () => {
+      it('ends the lease 1 ms in the past, so another holder acquires at once, cleanly', async () => {
+        const w = wid('release');
+        const r1 = await b.acquire(w, 'h1', LIVE);
+        await b.release(r1);
+        const stored = await info(w);
+        const now = await b.admin.serverTime();
+        expect(stored.ended).toBe('released');
+        expect(stored.releasedAt).toBeInstanceOf(Date);
+        expect(stored.expiresAt.getTime()).toBeLessThan(now.getTime());
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        expect(r2.fencingToken).toBe(2n);
+        expect(await b.readCheckpoint(r2)).toEqual({ state: null, cleanHandoff: true });
+      });
+
+      it('FENCED after someone else acquired; the new lease is untouched', async () => {
+        const w = wid('release-fenced');
+        const r1 = await expiredLease(w, 'h1');
+        await b.acquire(w, 'h2', LIVE);
+        const before = await info(w);
+        await expectError(() => b.release(r1), FencedError, ErrorCode.FENCED);
+        expect(await info(w)).toEqual(before);
+        await expectError(() => b.acquire(w, 'h3', LIVE), LeaseHeldError, ErrorCode.LEASE_HELD);
+      });
+
+      it('LEASE_EXPIRED on an expired lease: it cannot claim a clean handoff', async () => {
+        const w = wid('release-expired');
+        const r1 = await expiredLease(w, 'h1');
+        const before = await info(w);
+        await expectError(() => b.release(r1), LeaseExpiredError, ErrorCode.LEASE_EXPIRED);
+        expect(await info(w)).toEqual(before);
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        expect((await b.readCheckpoint(r2)).cleanHandoff).toBe(false);
+        expect((await info(w)).predecessorEnd).toBe('expired');
+      });
+
+      it('a second release is LEASE_EXPIRED (the first set expires_at in the past) and changes nothing', async () => {
+        const w = wid('release-twice');
+        const r1 = await b.acquire(w, 'h1', LIVE);
+        await b.release(r1);
+        const before = await info(w);
+        await expectError(() => b.release(r1), LeaseExpiredError, ErrorCode.LEASE_EXPIRED);
+        expect(await info(w)).toEqual(before);
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        expect((await b.readCheckpoint(r2)).cleanHandoff).toBe(true);
+      });
+    });
+
+    describe('readCheckpoint', () => {
+      it('returns the latest state and whether the lease began cleanly', async () => {
+        const w = wid('read');
+        const r1 = await b.acquire(w, 'h1', LIVE);
+        expect(await b.readCheckpoint(r1)).toEqual({ state: null, cleanHandoff: true });
+        await b.checkpoint(r1, bytes(4, 5), LIVE);
+        const read = await b.readCheckpoint(r1);
+        expect(read.cleanHandoff).toBe(true);
+        expect(Array.from(read.state!)).toEqual([4, 5]);
+      });
+
+      it('FENCED for a stale record, and for a token the item never had', async () => {
+        const w = wid('read-fenced');
+        const r1 = await b.acquire(w, 'h1', LIVE);
+        await b.release(r1);
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        await expectError(() => b.readCheckpoint(r1), FencedError, ErrorCode.FENCED);
+        await expectError(
+          () => b.readCheckpoint({ ...r2, fencingToken: r2.fencingToken + 10n }),
+          FencedError,
+          ErrorCode.FENCED,
+        );
+      });
+
+      it('works on an expired or released lease while the token still matches (it only reads)', async () => {
+        const w = wid('read-expired');
+        const r1 = await expiredLease(w, 'h1', bytes(4, 2));
+        expect(Array.from((await b.readCheckpoint(r1)).state!)).toEqual([4, 2]);
+        expect((await b.readCheckpoint(r1)).cleanHandoff).toBe(true);
+
+        const w2 = wid('read-released');
+        const r2 = await b.acquire(w2, 'h1', LIVE);
+        await b.checkpoint(r2, bytes(7), LIVE);
+        await b.release(r2);
+        expect(Array.from((await b.readCheckpoint(r2)).state!)).toEqual([7]);
+      });
+    });
+
+    describe('admin', () => {
+      it('get returns every field, and (token, version) increases on every write', async () => {
+        const w = wid('get');
+        const t0 = (await b.admin.serverTime()).getTime();
+        const r1 = await b.acquire(w, 'h1', 5_000, { stepId: 'step-1' });
+        const t1 = (await b.admin.serverTime()).getTime();
+        const afterAcquire = await info(w);
+        expect(afterAcquire).toEqual({
+          workId: w,
+          holderId: 'h1',
+          fencingToken: 1n,
+          expiresAt: r1.expiresAt,
+          ttlMs: 5_000,
+          stepId: 'step-1',
+          acquiredAt: expect.any(Date),
+          renewedAt: null,
+          checkpointedAt: null,
+          releasedAt: null,
+          checkpointSize: null,
+          cleanHandoff: true,
+          predecessorEnd: 'none',
+          ended: null,
+          version: expect.any(BigInt),
+        });
+        const acquiredAt = afterAcquire.acquiredAt.getTime();
+        expect(acquiredAt).toBeGreaterThanOrEqual(t0 - 1_000);
+        expect(acquiredAt).toBeLessThanOrEqual(t1 + 1_000);
+        expect(Math.abs(afterAcquire.expiresAt.getTime() - 5_000 - acquiredAt)).toBeLessThanOrEqual(5);
+
+        const r2 = await b.renew(r1, 6_000);
+        const afterRenew = await info(w);
+        expect(afterRenew).toMatchObject({
+          ttlMs: 6_000,
+          expiresAt: r2.expiresAt,
+          stepId: 'step-1',
+          ended: null,
+        });
+        expect(afterRenew.renewedAt).toBeInstanceOf(Date);
+        expect(
+          Math.abs(afterRenew.expiresAt.getTime() - 6_000 - afterRenew.renewedAt!.getTime()),
+        ).toBeLessThanOrEqual(5);
+        expect(afterRenew.acquiredAt).toEqual(afterAcquire.acquiredAt);
+
+        await b.checkpoint(r1, bytes(1, 2, 3), 7_000);
+        const afterCheckpoint = await info(w);
+        expect(afterCheckpoint).toMatchObject({ ttlMs: 7_000, checkpointSize: 3, ended: null });
+        expect(afterCheckpoint.checkpointedAt).toBeInstanceOf(Date);
+        expect(
+          Math.abs(afterCheckpoint.expiresAt.getTime() - 7_000 - afterCheckpoint.checkpointedAt!.getTime()),
+        ).toBeLessThanOrEqual(5);
+
+        await b.release(r1);
+        const afterRelease = await info(w);
+        expect(afterRelease).toMatchObject({
+          holderId: 'h1',
+          fencingToken: 1n,
+          ended: 'released',
+          checkpointSize: 3,
+        });
+        expect(afterRelease.releasedAt).toBeInstanceOf(Date);
+        // release sets expires_at = now - 1 ms.
+        expect(afterRelease.releasedAt!.getTime() - afterRelease.expiresAt.getTime()).toBeGreaterThanOrEqual(
+          0,
+        );
+        expect(afterRelease.releasedAt!.getTime() - afterRelease.expiresAt.getTime()).toBeLessThanOrEqual(5);
+
+        const r3 = await b.acquire(w, 'h2', LIVE);
+        const afterReacquire = await info(w);
+        expect(afterReacquire).toMatchObject({
+          holderId: 'h2',
+          fencingToken: 2n,
+          expiresAt: r3.expiresAt,
+          ttlMs: LIVE,
+          stepId: null,
+          checkpointSize: 3,
+          cleanHandoff: true,
+          predecessorEnd: 'released',
+          ended: null,
+        });
+
+        const afterForce = await b.admin.forceRelease(w, {
+          expectedToken: 2n,
+          operator: 'op',
+          reason: 'test',
+        });
+        expect(await info(w)).toEqual(afterForce);
+        expectIncreasing([
+          afterAcquire,
+          afterRenew,
+          afterCheckpoint,
+          afterRelease,
+          afterReacquire,
+          afterForce,
+        ]);
+        // Within one lease the version itself must move, not only the token.
+        expect(afterRenew.version).toBeGreaterThan(afterAcquire.version);
+        expect(afterCheckpoint.version).toBeGreaterThan(afterRenew.version);
+        expect(afterRelease.version).toBeGreaterThan(afterCheckpoint.version);
+      });
+
+      it('get of an unknown work id is null', async () => {
+        expect(await b.admin.get(wid('unknown'))).toBeNull();
+      });
+
+      it('list pages through every item exactly once, in work id order', async () => {
+        const base = `${wid('list')}/`;
+        const plain = Array.from({ length: 23 }, (_, i) => `${base}i${String(i).padStart(3, '0')}`);
+        const odd = ['z-a', 'z_a', 'zA', 'z:é', 'z🙂', 'z{tag}x', 'z~', 'Z'].map((s) => base + s);
+        const ids = [...plain, ...odd];
+        await Promise.all(ids.map((id) => b.acquire(id, 'lister', LIVE)));
+        await b.acquire(`${wid('listx')}/outside`, 'lister', LIVE);
+
+        for (const limit of [1, 4, 10_000]) {
+          const seen: string[] = [];
+          let cursor: string | null = null;
+          for (let page = 0; page < 200; page++) {
+            const res: LeasePage = await b.admin.list({
+              workIdPrefix: base,
+              limit,
+              cursor,
+            });
+            expect(res.items.length).toBeLessThanOrEqual(limit);
+            for (const item of res.items) {
+              expect(item).toMatchObject({ holderId: 'lister', fencingToken: 1n });
+              seen.push(item.workId);
+            }
+            cursor = res.nextCursor;
+            if (cursor === null) break;
+          }
+          expect(cursor, `the walk with limit ${limit} must end`).toBeNull();
+          expect([...seen].sort()).toEqual([...ids].sort());
+          expect(new Set(seen).size).toBe(seen.length);
+          expect(seen.filter((id) => plain.includes(id))).toEqual(plain);
+          if (limit === 10_000) expect(seen).toHaveLength(ids.length);
+        }
+      });
+
+      it('list lists every item that exists for the whole walk exactly once while another task keeps writing', async () => {
+        const base = `${wid('stable')}/`;
+        const ids = Array.from({ length: 30 }, (_, i) => `${base}${String(i).padStart(3, '0')}`);
+        const records = await Promise.all(ids.map((id) => b.acquire(id, 'stable', LIVE)));
+        let stop = false;
+        let writes = 0;
+        const writer = (async () => {
+          for (let k = 0; !stop; k++) {
+            const rec = records[k % records.length]!;
+            await b.renew(rec, LIVE);
+            if (k % 3 === 0) await b.checkpoint(rec, bytes(k & 0xff), LIVE);
+            if (k % 5 === 0) await b.acquire(`${base}${String(k).padStart(3, '0')}-new`, 'stable', LIVE);
+            writes++;
+            // An in-process backend may resolve without ever yielding to timers; let the walker run.
+            await sleep(0);
+          }
+        })();
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        try {
+          for (let page = 0; page < 500; page++) {
+            const res: LeasePage = await b.admin.list({
+              workIdPrefix: base,
+              limit: 3,
+              cursor,
+            });
+            seen.push(...res.items.map((i) => i.workId));
+            cursor = res.nextCursor;
+            if (cursor === null) break;
+            // Give the writer a turn between pages even on an in-process backend.
+            await sleep(1);
+          }
+        } finally {
+          stop = true;
+          await writer;
+        }
+        expect(cursor).toBeNull();
+        expect(writes, 'the writer must have written during the walk').toBeGreaterThan(0);
+        for (const id of ids)
+          expect(
+            seen.filter((s) => s === id),
+            id,
+          ).toHaveLength(1);
+        expect(new Set(seen).size).toBe(seen.length);
+      });
+
+      it('list filters by holderId: the current or last holder', async () => {
+        const base = `${wid('byholder')}/`;
+        const hA = `${base}hA`;
+        const hB = `${base}hB`;
+        const a = await Promise.all(['a1', 'a2', 'a3'].map((s) => b.acquire(base + s, hA, LIVE)));
+        await Promise.all(['b1', 'b2', 'b3'].map((s) => b.acquire(base + s, hB, LIVE)));
+        await b.release(a[2]!);
+        const moved = await b.acquire(`${base}x`, hB, LIVE);
+        await b.release(moved);
+        await b.acquire(`${base}x`, hA, LIVE);
+
+        const names = async (holderId: string, workIdPrefix?: string): Promise<string[]> => {
+          const res = await b.admin.list(
+            workIdPrefix === undefined ? { holderId, limit: 100 } : { holderId, workIdPrefix, limit: 100 },
+          );
+          expect(res.nextCursor).toBeNull();
+          return res.items.map((i) => i.workId.slice(base.length)).sort();
+        };
+        expect(await names(hA)).toEqual(['a1', 'a2', 'a3', 'x']);
+        expect(await names(hB)).toEqual(['b1', 'b2', 'b3']);
+        expect(await names(hA, `${base}a`)).toEqual(['a1', 'a2', 'a3']);
+        expect(await names(`${base}nobody`)).toEqual([]);
+      });
+
+      it('list workIdPrefix is literal: % _ * ? [ \\ { match only themselves', async () => {
+        const base = `${wid('lit')}/`;
+        const suffixes = ['%a', '_b', 'xa', 'xb', '*c', '?d', '[e]', '\\f', '%_g', 'Ab', '{h}', 'ab'];
+        await Promise.all(suffixes.map((s) => b.acquire(base + s, 'lit', LIVE)));
+        const match = async (prefix: string): Promise<string[]> => {
+          const res = await b.admin.list({ workIdPrefix: base + prefix, limit: 100 });
+          expect(res.nextCursor).toBeNull();
+          return res.items.map((i) => i.workId.slice(base.length)).sort();
+        };
+        expect(await match('%')).toEqual(['%_g', '%a']);
+        expect(await match('%_')).toEqual(['%_g']);
+        expect(await match('_')).toEqual(['_b']);
+        expect(await match('*')).toEqual(['*c']);
+        expect(await match('?')).toEqual(['?d']);
+        expect(await match('[')).toEqual(['[e]']);
+        expect(await match('\\')).toEqual(['\\f']);
+        expect(await match('{')).toEqual(['{h}']);
+        expect(await match('x')).toEqual(['xa', 'xb']);
+        expect(await match('a')).toEqual(['ab']);
+        expect(await match('A')).toEqual(['Ab']);
+        expect(await match('')).toEqual([...suffixes].sort());
+      });
+
+      it('forceRelease bumps the token, fences the old holder, hands off uncleanly and is audited', async () => {
+        const w = wid('force');
+        const r1 = await b.acquire(w, 'h1', LIVE);
+        await b.checkpoint(r1, bytes(3, 1), LIVE);
+        const t0 = (await b.admin.serverTime()).getTime();
+        const forced = await b.admin.forceRelease(w, {
+          expectedToken: 1n,
+          operator: 'alice',
+          reason: 'stuck — node 7 is gone',
+        });
+        const t1 = (await b.admin.serverTime()).getTime();
+        expect(forced).toMatchObject({
+          workId: w,
+          holderId: 'h1',
+          fencingToken: 2n,
+          ended: 'force-released',
+        });
+        expect(forced.expiresAt.getTime()).toBeLessThanOrEqual(t1);
+        expect(await info(w)).toEqual(forced);
+
+        await expectError(() => b.checkpoint(r1, bytes(9), LIVE), FencedError, ErrorCode.FENCED);
+        await expectError(() => b.renew(r1, LIVE), FencedError, ErrorCode.FENCED);
+        await expectError(() => b.release(r1), FencedError, ErrorCode.FENCED);
+        await expectError(() => b.readCheckpoint(r1), FencedError, ErrorCode.FENCED);
+        expect(await info(w)).toEqual(forced);
+
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        expect(r2.fencingToken).toBe(3n);
+        const read = await b.readCheckpoint(r2);
+        expect(read.cleanHandoff).toBe(false);
+        expect(Array.from(read.state!)).toEqual([3, 1]);
+        expect(await info(w)).toMatchObject({
+          cleanHandoff: false,
+          predecessorEnd: 'force-released',
+          ended: null,
+        });
+
+        const entries = await b.admin.audit({ workId: w });
+        expect(entries).toHaveLength(1);
+        const entry = entries[0]!;
+        expect(entry).toEqual({
+          id: expect.any(String),
+          at: expect.any(Date),
+          action: 'force-release',
+          workId: w,
+          operator: 'alice',
+          reason: 'stuck — node 7 is gone',
+          oldHolderId: 'h1',
+          oldToken: 1n,
+          newToken: 2n,
+        });
+        expect(entry.id.length).toBeGreaterThan(0);
+        expect(entry.at.getTime()).toBeGreaterThanOrEqual(t0 - 1_000);
+        expect(entry.at.getTime()).toBeLessThanOrEqual(t1 + 1_000);
+
+        // A second force-release: audit lists newest first, and the unfiltered audit holds both.
+        await b.admin.forceRelease(w, { expectedToken: 3n, operator: 'bob', reason: 'again' });
+        const both = await b.admin.audit({ workId: w });
+        expect(both.map((e) => [e.operator, e.oldHolderId, e.oldToken, e.newToken])).toEqual([
+          ['bob', 'h2', 3n, 4n],
+          ['alice', 'h1', 1n, 2n],
+        ]);
+        expect(new Set(both.map((e) => e.id)).size).toBe(2);
+        const everything = await b.admin.audit({ limit: 1000 });
+        for (const e of both) expect(everything.find((x) => x.id === e.id)).toEqual(e);
+        expect(await b.admin.audit({ workId: wid('no-audit') })).toEqual([]);
+      });
+
+      it('forceRelease with a stale or unknown expectedToken is CONFLICT and changes nothing', async () => {
+        const w = wid('conflict');
+        const r1 = await b.acquire(w, 'h1', LIVE);
+        await b.release(r1);
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        const before = await info(w);
+        for (const expectedToken of [1n, 99n]) {
+          await expectError(
+            () => b.admin.forceRelease(w, { expectedToken, operator: 'op', reason: 'stale view' }),
+            ConflictError,
+            ErrorCode.CONFLICT,
+          );
+        }
+        expect(await info(w)).toEqual(before);
+        expect(await b.admin.audit({ workId: w })).toEqual([]);
+        // The holder was not fenced.
+        expect((await b.renew(r2, LIVE)).fencingToken).toBe(2n);
+      });
+
+      it('forceRelease of an unknown work id is NOT_FOUND and writes nothing', async () => {
+        const w = wid('force-unknown');
+        await expectError(
+          () => b.admin.forceRelease(w, { expectedToken: 1n, operator: 'op', reason: 'gone' }),
+          NotFoundError,
+          ErrorCode.NOT_FOUND,
+        );
+        expect(await b.admin.get(w)).toBeNull();
+        expect(await b.admin.audit({ workId: w })).toEqual([]);
+      });
+
+      it('serverTime is the server clock, close to this (NTP-synced) machine', async () => {
+        const before = Date.now();
+        const t = await b.admin.serverTime();
+        const after = Date.now();
+        expect(t).toBeInstanceOf(Date);
+        expect(t.getTime()).toBeGreaterThanOrEqual(before - 5_000);
+        expect(t.getTime()).toBeLessThanOrEqual(after + 5_000);
+      });
+
+      it('readState pages through the stored checkpoint bytes without a lease record', async () => {
+        const w = wid('readstate');
+        expect(await b.admin.readState(w)).toBeNull();
+        const rec = await b.acquire(w, 'h1', LIVE);
+        const none = await b.admin.readState(w);
+        expect(none).toMatchObject({ fencingToken: 1n, size: null });
+        expect(none!.bytes.byteLength).toBe(0);
+        const payload = Uint8Array.from({ length: 300 }, (_, i) => (i * 7) & 0xff);
+        await b.checkpoint(rec, payload, LIVE);
+        const whole = await b.admin.readState(w);
+        expect(whole).toMatchObject({ fencingToken: 1n, size: 300, offset: 0 });
+        expect(Array.from(whole!.bytes)).toEqual(Array.from(payload));
+        const parts: number[] = [];
+        for (let offset = 0; offset < 300; offset += 128) {
+          const page = await b.admin.readState(w, { offset, length: 128 });
+          expect(page).toMatchObject({ size: 300, offset });
+          expect(page!.bytes.byteLength).toBe(Math.min(128, 300 - offset));
+          parts.push(...page!.bytes);
+        }
+        expect(parts).toEqual(Array.from(payload));
+      });
+
+      it('changes: each write after a cursor appears with its kind and (token, version), without payload bytes', async () => {
+        const w = wid('changes');
+        let cursor = await b.admin.changeCursor();
+        const seen: LeaseChange[] = [];
+
+        /** Reads the feed from `cursor` until the change for `w` at (token, version) shows up (bounded). */
+        const expectChange = async (
+          kind: ChangeKind,
+          fencingToken: bigint,
+          version: bigint,
+        ): Promise<LeaseChange> => {
+          const deadline = Date.now() + 10_000;
+          for (;;) {
+            const batch = await b.admin.changes({ cursor, limit: 1000 });
+            expect(batch.gap).toBe(false);
+            expect(holdsBytes(batch.changes), 'changes must not carry checkpoint bytes').toBe(false);
+            for (const c of batch.changes) if (c.lease !== null) expect(c.lease).not.toHaveProperty('state');
+            const mine = batch.changes.filter((c) => c.workId === w);
+            // Oldest first: within one work item the feed never goes back in (token, version).
+            expectIncreasing(mine.filter((c, i) => i === 0 || !samePoint(c, mine[i - 1]!)));
+            seen.push(...mine);
+            cursor = batch.cursor;
+            const hit = mine.find((c) => c.fencingToken === fencingToken && c.version === version);
+            if (hit !== undefined) {
+              expect(hit.kind, `the change at (${fencingToken}, ${version})`).toBe(kind);
+              return hit;
+            }
+            if (Date.now() > deadline)
+              throw new Error(`no '${kind}' change for ${w} at (${fencingToken}, ${version})`);
+            if (batch.changes.length === 0) await sleep(50);
+          }
+        };
+        const expectLatest = async (kind: ChangeKind): Promise<LeaseChange> => {
+          const stored = await info(w);
+          const c = await expectChange(kind, stored.fencingToken, stored.version);
+          expect(c.lease).toEqual(stored);
+          return c;
+        };
+
+        const r1 = await b.acquire(w, 'h1', LIVE);
+        await expectLatest('acquired');
+        await b.renew(r1, LIVE);
+        await expectLatest('renewed');
+        await b.checkpoint(r1, bytes(0xca, 0xfe), LIVE);
+        expect((await expectLatest('checkpointed')).lease?.checkpointSize).toBe(2);
+        await b.release(r1);
+        expect((await expectLatest('released')).lease?.ended).toBe('released');
+        const r2 = await b.acquire(w, 'h2', LIVE);
+        await expectLatest('acquired');
+        const forced = await b.admin.forceRelease(w, {
+          expectedToken: r2.fencingToken,
+          operator: 'op',
+          reason: 'r',
+        });
+        expect((await expectLatest('force-released')).lease?.ended).toBe('force-released');
+        await sleep(20);
+        expect(await b.admin.prune({ olderThanMs: 0 })).toBeGreaterThanOrEqual(1);
+        expect(await b.admin.get(w)).toBeNull();
+        // After the prune the item is gone, so find its change by kind; it must sort after the force-release,
+        // or a consumer applying by (token, version) would ignore it and keep the item.
+        const deadline = Date.now() + 10_000;
+        while (!seen.some((c) => c.kind === 'pruned') && Date.now() < deadline) {
+          const batch = await b.admin.changes({ cursor, limit: 1000 });
+          expect(holdsBytes(batch.changes)).toBe(false);
+          seen.push(...batch.changes.filter((c) => c.workId === w));
+          cursor = batch.cursor;
+          if (batch.changes.length === 0) await sleep(50);
+        }
+        const pruned = seen.find((c) => c.kind === 'pruned');
+        expect(pruned, 'a pruned change').toBeDefined();
+        expect(pruned).toMatchObject({ workId: w, lease: null, fencingToken: forced.fencingToken });
+        expect(pruned!.version).toBeGreaterThan(forced.version);
+
+        // Delivery may repeat a change; applied by (token, version), the history is exactly the writes in order.
+        const unique: LeaseChange[] = [];
+        for (const c of seen) {
+          if (!unique.some((u) => u.fencingToken === c.fencingToken && u.version === c.version))
+            unique.push(c);
+        }
+        expect(unique.map((c) => c.kind)).toEqual([
+          'acquired',
+          'renewed',
+          'checkpointed',
+          'released',
+          'acquired',
+          'force-released',
+          'pruned',
+        ]);
+        expectIncreasing(unique);
+      });
+
+      it('changes: a reader that falls behind still gets the latest state of every item it missed', async () => {
+        const w1 = wid('behind');
+        const w2 = wid('behind');
+        const cursor = await b.admin.changeCursor();
+        const r1 = await b.acquire(w1, 'h1', LIVE);
+        await b.renew(r1, LIVE);
+        await b.checkpoint(r1, bytes(1), LIVE);
+        const r2 = await b.acquire(w2, 'h2', LIVE);
+        await b.release(r2);
+        const latest = new Map<string, LeaseChange>();
+        let next = cursor;
+        const deadline = Date.now() + 10_000;
+        const want = [await info(w1), await info(w2)];
+        const caughtUp = (): boolean =>
+          want.every(
+            (s) =>
+              latest.get(s.workId)?.version === s.version &&
+              latest.get(s.workId)?.fencingToken === s.fencingToken,
+          );
+        while (!caughtUp() && Date.now() < deadline) {
+          const batch = await b.admin.changes({ cursor: next, limit: 2 });
+          expect(batch.gap).toBe(false);
+          expect(batch.changes.length).toBeLessThanOrEqual(2);
+          for (const c of batch.changes) {
+            const prev = latest.get(c.workId);
+            if (
+              prev === undefined ||
+              c.fencingToken > prev.fencingToken ||
+              (c.fencingToken === prev.fencingToken && c.version > prev.version)
+            ) {
+              latest.set(c.workId, c);
+            }
+          }
+          next = batch.cursor;
+          if (batch.changes.length === 0) await sleep(50);
+        }
+        expect(latest.get(w1)).toMatchObject({ kind: 'checkpointed', lease: want[0] });
+        expect(latest.get(w2)).toMatchObject({ kind: 'released', lease: want[1] });
+      });
+    });
+
+    describe('bad input is INVALID_ARGUMENT before any I/O, and nothing is written', () => {
+      const badIds: unknown[] = [
+        '',
+        'x'.repeat(MAX_ID_LENGTH + 1),
+        'a\nb',
+        '\u0000',
+        '\u007f',
+        'a\u2028b',
+        42,
+        null,
+      ];
+      const badTtls: unknown[] = [
+        0,
+        -1,
+        Number.NaN,
+        Number.POSITIVE_INFINITY,
+        '100',
+        null,
+        undefined,
+        2 ** 40,
+      ];
+
+      /** Runs each refused call and checks after each one that the stored lease is exactly as before. */
+      async function refuse(
+        backend: LeaseBackend,
+        workId: string,
+        calls: [string, () => Promise<unknown>][],
+      ): Promise<void> {
+        const before = await backend.admin.get(workId);
+        for (const [label, call] of calls) {
+          try {
+            await expectError(call, InvalidArgumentError, ErrorCode.INVALID_ARGUMENT);
+          } catch (err) {
+            throw new Error(`${label}: ${(err as Error).message}`, { cause: err });
+          }
+          expect(await backend.admin.get(workId), `${label} must not write`).toEqual(before);
+        }
+      }
+
+      it('work ids and holder ids: empty, too long, control characters, not a string', async () => {
+        const w = wid('bad-ids');
+        const calls: [string, () => Promise<unknown>][] = [];
+        for (const id of badIds) {
+          calls.push([`acquire workId ${JSON.stringify(id)}`, () => b.acquire(id as never, 'h1', LIVE)]);
+          calls.push([`acquire holderId ${JSON.stringify(id)}`, () => b.acquire(w, id as never, LIVE)]);
+          calls.push([
+            `acquire stepId ${JSON.stringify(id)}`,
+            () => b.acquire(w, 'h1', LIVE, { stepId: id as never }),
+          ]);
+          calls.push([`get ${JSON.stringify(id)}`, () => b.admin.get(id as never)]);
+        }
+        calls.push([
+          'acquire with an unknown option',
+          () => b.acquire(w, 'h1', LIVE, { step: 'x' } as never),
+        ]);
+        await refuse(b, w, calls);
+        expect(await b.admin.get(w)).toBeNull();
+        // Refused on an existing lease too, which stays as it was.
+        const rec = await b.acquire(w, 'h1', LIVE);
+        await refuse(
+          b,
+          w,
+          badIds.map((id) => [
+            `record.holderId ${JSON.stringify(id)}`,
+            () => b.renew({ ...rec, holderId: id as never }, LIVE),
+          ]),
+        );
+      });
+
+      it('ttl: 0, -1, NaN, Infinity, a string, null, undefined, over MAX_TTL_MS', async () => {
+        const w = wid('bad-ttl');
+        await refuse(
+          b,
+          w,
+          badTtls.map((ttl) => [`acquire ttl ${String(ttl)}`, () => b.acquire(w, 'h1', ttl as never)]),
+        );
+        expect(await b.admin.get(w)).toBeNull();
+        const rec = await b.acquire(w, 'h1', LIVE);
+        const calls: [string, () => Promise<unknown>][] = [];
+        for (const ttl of badTtls) {
+          calls.push([`renew ttl ${String(ttl)}`, () => b.renew(rec, ttl as never)]);
+          calls.push([`checkpoint ttl ${String(ttl)}`, () => b.checkpoint(rec, bytes(1), ttl as never)]);
+        }
+        await refuse(b, w, calls);
+      });
+
+      it('state: over maxStateBytes, a string, an array, null; exactly maxStateBytes is accepted', async () => {
+        const w = wid('bad-state');
+        const rec = await b.acquire(w, 'h1', LIVE);
+        await b.checkpoint(rec, bytes(1), LIVE);
+        await refuse(b, w, [
+          [`${MAX_STATE + 1} bytes`, () => b.checkpoint(rec, new Uint8Array(MAX_STATE + 1), LIVE)],
+          ['a string', () => b.checkpoint(rec, 'abc' as never, LIVE)],
+          ['an array', () => b.checkpoint(rec, [1, 2, 3] as never, LIVE)],
+          ['null', () => b.checkpoint(rec, null as never, LIVE)],
+          ['an ArrayBuffer', () => b.checkpoint(rec, new ArrayBuffer(4) as never, LIVE)],
+        ]);
+        expect(Array.from((await b.readCheckpoint(rec)).state!)).toEqual([1]);
+        await b.checkpoint(rec, new Uint8Array(MAX_STATE).fill(0xab), LIVE);
+        expect((await b.admin.get(w))?.checkpointSize).toBe(MAX_STATE);
+      });
+
+      it('records: a number token, missing fields, bad dates, not an object', async () => {
+        const w = wid('bad-record');
+        const rec = await b.acquire(w, 'h1', LIVE);
+        const forms: [string, unknown][] = [
+          ['number token', { ...rec, fencingToken: 1 }],
+          ['string token', { ...rec, fencingToken: '1' }],
+          ['zero token', { ...rec, fencingToken: 0n }],
+          ['no token', { workId: rec.workId, holderId: rec.holderId, expiresAt: rec.expiresAt }],
+          ['no workId', { holderId: rec.holderId, fencingToken: rec.fencingToken, expiresAt: rec.expiresAt }],
+          ['no holderId', { workId: rec.workId, fencingToken: rec.fencingToken, expiresAt: rec.expiresAt }],
+          ['no expiresAt', { workId: rec.workId, holderId: rec.holderId, fencingToken: rec.fencingToken }],
+          ['invalid date', { ...rec, expiresAt: new Date(Number.NaN) }],
+          ['string date', { ...rec, expiresAt: rec.expiresAt.toISOString() }],
+          ['empty workId', { ...rec, workId: '' }],
+          ['null', null],
+          ['a string', 'record'],
+        ];
+        const calls: [string, () => Promise<unknown>][] = [];
+        for (const [label, r] of forms) {
+          calls.push([`checkpoint(${label})`, () => b.checkpoint(r as never, bytes(1), LIVE)]);
+          calls.push([`renew(${label})`, () => b.renew(r as never, LIVE)]);
+          calls.push([`release(${label})`, () => b.release(r as never)]);
+          calls.push([`readCheckpoint(${label})`, () => b.readCheckpoint(r as never)]);
+        }
+        await refuse(b, w, calls);
+      });
+
+      it('admin options: list limits, forceRelease without reason or operator, bad audit/prune/changes options', async () => {
+        const w = wid('bad-admin');
+        const rec = await b.acquire(w, 'h1', LIVE);
+        const t = rec.fencingToken;
+        await refuse(b, w, [
+          ['list limit 0', () => b.admin.list({ limit: 0 })],
+          ['list limit 1e9', () => b.admin.list({ limit: 1e9 })],
+          ['list limit 1.5', () => b.admin.list({ limit: 1.5 })],
+          ['list cursor 5', () => b.admin.list({ cursor: 5 as never })],
+          ['list holderId ""', () => b.admin.list({ holderId: '' })],
+          ['list prefix with a newline', () => b.admin.list({ workIdPrefix: 'a\nb' })],
+          ['list unknown option', () => b.admin.list({ prefix: 'a' } as never)],
+          [
+            'forceRelease without reason',
+            () => b.admin.forceRelease(w, { expectedToken: t, operator: 'op' } as never),
+          ],
+          [
+            'forceRelease empty reason',
+            () => b.admin.forceRelease(w, { expectedToken: t, operator: 'op', reason: '' }),
+          ],
+          [
+            'forceRelease blank reason',
+            () => b.admin.forceRelease(w, { expectedToken: t, operator: 'op', reason: '   ' }),
+          ],
+          [
+            'forceRelease without operator',
+            () => b.admin.forceRelease(w, { expectedToken: t, reason: 'r' } as never),
+          ],
+          [
+            'forceRelease number token',
+            () => b.admin.forceRelease(w, { expectedToken: 1 as never, operator: 'op', reason: 'r' }),
+          ],
+          [
+            'forceRelease bad work id',
+            () => b.admin.forceRelease('', { expectedToken: t, operator: 'op', reason: 'r' }),
+          ],
+          ['forceRelease no options', () => b.admin.forceRelease(w, undefined as never)],
+          ['audit limit 0', () => b.admin.audit({ limit: 0 })],
+          ['audit bad workId', () => b.admin.audit({ workId: 'a\u0000' })],
+          ['prune without olderThanMs', () => b.admin.prune({} as never)],
+          ['prune negative olderThanMs', () => b.admin.prune({ olderThanMs: -1 })],
+          ['changes empty cursor', () => b.admin.changes({ cursor: '' })],
+          ['changes limit 0', () => b.admin.changes({ cursor: 'x', limit: 0 })],
+          ['readState negative offset', () => b.admin.readState(w, { offset: -1 })],
+        ]);
+        expect((await info(w)).ended).toBeNull();
+      });
+    });
+    describe('concurrency', () => {
+      async function race(workId: string, n: number): Promise<void> {
+        const results = await Promise.allSettled(
+          Array.from({ length: n }, (_, i) => b.acquire(workId, `racer-${i}`, LIVE)),
+        );
+        const winners = results.filter((r) => r.status === 'fulfilled');
+        expect(winners, `exactly one winner on ${workId}`).toHaveLength(1);
+        for (const r of results) {
+          if (r.status === 'rejected') {
+            expect(summarize(r.reason)).toMatchObject({ code: ErrorCode.LEASE_HELD });
+            expect(r.reason).toBeInstanceOf(LeaseHeldError);
+          }
+        }
+        const winner = (winners[0] as PromiseFulfilledResult<LeaseRecord>).value;
+        expect(winner.fencingToken).toBe(1n);
+        expect(await info(workId)).toMatchObject({ holderId: winner.holderId, fencingToken: 1n });
+      }
+
+      it('16 concurrent acquires of one fresh item: exactly one wins, the rest are LEASE_HELD', async () => {
+        await race(wid('race'), 16);
+      });
+
+      it('the same race on 20 items at once', async () => {
+        const base = wid('race20');
+        await Promise.all(Array.from({ length: 20 }, (_, i) => race(`${base}-${i}`, 16)));
+      });
+    });
+
+    if (hasServerConnections(target)) {
+      it('two namespaces on one server are isolated', async () => {
+        const other = await open(uniqueNamespace('conf_iso'));
+        const w = wid('iso');
+        const r1 = await b.acquire(w, 'h1', LIVE);
+        await b.checkpoint(r1, bytes(1), LIVE);
+        await b.release(r1);
+        const r1b = await b.acquire(w, 'h1b', LIVE);
+        expect(r1b.fencingToken).toBe(2n);
+        expect(await other.admin.get(w)).toBeNull();
+
+        const r2 = await other.acquire(w, 'h2', LIVE);
+        expect(r2.fencingToken).toBe(1n);
+        expect(await other.readCheckpoint(r2)).toEqual({ state: null, cleanHandoff: true });
+        await other.checkpoint(r2, bytes(2), LIVE);
+        expect(await info(w)).toMatchObject({ holderId: 'h1b', fencingToken: 2n, checkpointSize: 1 });
+        expect(await info(w, other)).toMatchObject({ holderId: 'h2', fencingToken: 1n, checkpointSize: 1 });
+        expect(Array.from((await b.readCheckpoint(r1b)).state!)).toEqual([1]);
+        const listed = await other.admin.list({ workIdPrefix: 'iso-' });
+        expect(listed.items.map((i) => i.workId)).toEqual([w]);
+      });
+    } else {
+      // Each `pglite://memory` is a database of its own, so two namespaces never share a server to be
+      // isolated on; opening a second one would only cost seconds of WASM start-up.
+      console.info(
+        `[conformance] ${target.kind}: namespace-isolation case not registered (each instance is its own database)`,
+      );
+    }
+
+    if (hasServerConnections(target)) {
+      it('after the server drops the connections, calls fail fast or succeed, then recover', {
+        timeout: 90_000,
+      }, async () => {
+        const ns = uniqueNamespace('conf_fault');
+        const fb = await open(ns);
+        const w = wid('fault');
+        const rec = await fb.acquire(w, 'h1', LIVE);
+        // Several calls at once so a pool holds more than one connection when they are cut.
+        await Promise.all(Array.from({ length: 4 }, () => fb.admin.get(w)));
+
+        const settle = async <T>(what: string, call: () => Promise<T>): Promise<T | WorkleaseError> => {
+          try {
+            return await within(LIVENESS_MS, what, call());
+          } catch (err) {
+            expect(summarize(err), `${what} after a dropped connection`).toMatchObject({
+              code: ErrorCode.BACKEND_UNAVAILABLE,
+            });
+            expect(err).toBeInstanceOf(BackendUnavailableError);
+            return err as WorkleaseError;
+          }
+        };
+
+        expect(
+          await dropConnections(target, ns),
+          'connections named worklease:<namespace> to cut',
+        ).toBeGreaterThan(0);
+        const first = await settle('renew', () => fb.renew(rec, LIVE));
+        if (!(first instanceof WorkleaseError)) {
+          expect(first).toMatchObject({ workId: w, holderId: 'h1', fencingToken: rec.fencingToken });
+        }
+        const second = await within(LIVENESS_MS, 'renew after recovery', fb.renew(rec, LIVE));
+        expect(second).toMatchObject({ workId: w, holderId: 'h1', fencingToken: rec.fencingToken });
+
+        // A write whose reply may be lost: either it happened once or not at all, never twice.
+        const w2 = wid('fault-acquire');
+        expect(await dropConnections(target, ns)).toBeGreaterThan(0);
+        const acquired = await settle('acquire', () => fb.acquire(w2, 'h2', LIVE));
+        if (acquired instanceof WorkleaseError) {
+          const retry = await within(
+            LIVENESS_MS,
+            'acquire after recovery',
+            fb.acquire(w2, 'h2', LIVE).then(
+              (r) => r,
+              (e: unknown) => e,
+            ),
+          );
+          // Held by h2 itself when the first attempt did reach the server.
+          if (retry instanceof Error) expect(summarize(retry)).toMatchObject({ code: ErrorCode.LEASE_HELD });
+          else expect(retry).toMatchObject({ fencingToken: 1n });
+        } else {
+          expect(acquired.fencingToken).toBe(1n);
+        }
+        expect(await within(LIVENESS_MS, 'get', fb.admin.get(w2))).toMatchObject({
+          holderId: 'h2',
+          fencingToken: 1n,
+        });
+
+        expect(await dropConnections(target, ns)).toBeGreaterThan(0);
+        const read = await settle('readCheckpoint', () => fb.readCheckpoint(rec));
+        if (!(read instanceof WorkleaseError)) expect(read).toEqual({ state: null, cleanHandoff: true });
+        expect(await within(LIVENESS_MS, 'readCheckpoint after recovery', fb.readCheckpoint(rec))).toEqual({
+          state: null,
+          cleanHandoff: true,
+        });
+        expect(await within(LIVENESS_MS, 'get after recovery', fb.admin.get(w))).toMatchObject({
+          holderId: 'h1',
+          fencingToken: 1n,
+          ended: null,
+        });
+      });
+    } else {
+      // PGlite runs inside this process: there is no server connection that could be dropped.
+      console.info(
+        `[conformance] ${target.kind}: connection-drop case not registered (embedded, no server connection)`,
+      );
+    }
+
+    describe('close()', () => {
+      // Last in the file: these cases close the file's backend itself.
+      let w: string;
+      let rec: LeaseRecord;
+      beforeAll(async () => {
+        w = wid('closed');
+        rec = await b.acquire(w, 'h1', LIVE);
+        await b.close();
+      });
+
+      it('after close(), every call fails with BACKEND_UNAVAILABLE and close() may be repeated', async () => {
+        const calls: [string, () => Promise<unknown>][] = [
+          ['acquire', () => b.acquire(wid('closed2'), 'h1', LIVE)],
+          ['checkpoint', () => b.checkpoint(rec, bytes(1), LIVE)],
+          ['renew', () => b.renew(rec, LIVE)],
+          ['release', () => b.release(rec)],
+          ['readCheckpoint', () => b.readCheckpoint(rec)],
+          ['get', () => b.admin.get(w)],
+          ['list', () => b.admin.list()],
+          ['forceRelease', () => b.admin.forceRelease(w, { expectedToken: 1n, operator: 'op', reason: 'r' })],
+          ['audit', () => b.admin.audit()],
+          ['prune', () => b.admin.prune({ olderThanMs: 0 })],
+          ['readState', () => b.admin.readState(w)],
+          ['serverTime', () => b.admin.serverTime()],
+          ['changeCursor', () => b.admin.changeCursor()],
+          ['changes', () => b.admin.changes({ cursor: 'x' })],
+        ];
+        for (const [label, call] of calls) {
+          const err = await within(
+            LIVENESS_MS,
+            label,
+            call().then(
+              () => null,
+              (e: unknown) => e,
+            ),
+          );
+          expect(summarize(err), label).toMatchObject({ code: ErrorCode.BACKEND_UNAVAILABLE });
+          expect(err).toBeInstanceOf(BackendUnavailableError);
+        }
+        await within(LIVENESS_MS, 'second close', b.close());
+      });
+
+      it('a refused call on a closed backend is still INVALID_ARGUMENT: validation runs before any I/O', async () => {
+        const invalid: [string, () => Promise<unknown>][] = [
+          ['acquire empty work id', () => b.acquire('', 'h1', LIVE)],
+          ['acquire ttl 0', () => b.acquire(w, 'h1', 0)],
+          ['checkpoint string state', () => b.checkpoint(rec, 'abc' as never, LIVE)],
+          ['checkpoint over the size limit', () => b.checkpoint(rec, new Uint8Array(MAX_STATE + 1), LIVE)],
+          ['renew number token', () => b.renew({ ...rec, fencingToken: 1 as never }, LIVE)],
+          ['release null', () => b.release(null as never)],
+          ['list limit 0', () => b.admin.list({ limit: 0 })],
+          [
+            'forceRelease without reason',
+            () => b.admin.forceRelease(w, { expectedToken: 1n, operator: 'op' } as never),
+          ],
+        ];
+        for (const [label, call] of invalid) {
+          const err = await within(
+            LIVENESS_MS,
+            label,
+            call().then(
+              () => null,
+              (e: unknown) => e,
+            ),
+          );
+          expect(summarize(err), label).toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
+          expect(err).toBeInstanceOf(InvalidArgumentError);
+        }
+        // The control: the same call with valid arguments reaches the closed check.
+        await expectError(
+          () => b.acquire(w, 'h1', LIVE),
+          BackendUnavailableError,
+          ErrorCode.BACKEND_UNAVAILABLE,
+        );
+      });
+    });
+  });
+}

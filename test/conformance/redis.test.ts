@@ -1,0 +1,3 @@
+import { defineConformance, targetFor } from './contract.ts';
+
+defineConformance(targetFor('redis'));
