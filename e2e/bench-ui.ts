@@ -82,6 +82,7 @@ for (let i = 0; i < LEASES; i++) {
 }
 let seq = 0;
 let snapshots = 0;
+let held: { seq: number; serverTime: number; rows: LeaseRow[] } | null = null;
 let sentChanges = 0;
 const listeners = new Set<(e: ConsoleEvent) => void>();
 const connection: ConnectionInfo = {
@@ -112,9 +113,25 @@ const service = {
           return { version: 'bench', readOnly: false, operator: 'bench', profilesEditable: false };
         case 'connections.list':
           return service.connections();
-        case 'fleet.snapshot':
-          snapshots++;
-          return { connectionId: CONN_ID, rows: [...rows.values()], seq, serverTime: Date.now() };
+        case 'fleet.snapshot': {
+          if (p.limit === undefined) {
+            snapshots++;
+            return { connectionId: CONN_ID, rows: [...rows.values()], seq, serverTime: Date.now() };
+          }
+          // Paged, as the console service does it: pages of one held snapshot in work-id order (ids are made in order).
+          if (held === null || p.seq !== held.seq) {
+            snapshots++;
+            held = { seq, serverTime: Date.now(), rows: [...rows.values()] };
+          }
+          const from = Number(p.offset ?? 0);
+          return {
+            connectionId: CONN_ID,
+            rows: held.rows.slice(from, from + Number(p.limit)),
+            seq: held.seq,
+            serverTime: held.serverTime,
+            total: held.rows.length,
+          };
+        }
         case 'fleet.counts':
           return { counts: { total: rows.size, byStatus: {}, byHolder: [] }, rates: [] };
         case 'audit.list':

@@ -6,11 +6,19 @@
  */
 import type { QueryClient } from '@tanstack/react-query';
 import type { ConnectionInfo, ConsoleEvent } from '../../src/console/api.ts';
-import { applyLeaseEvents, type FleetData, fromSnapshot, type LeasesEvent } from '../features/fleet/model.ts';
+import {
+  applyLeaseEvents,
+  type FleetData,
+  fromSnapshot,
+  type LeasesEvent,
+  SnapshotBuilder,
+} from '../features/fleet/model.ts';
 import type { ConsoleClient, TransportState } from './client.ts';
 import { keys } from './queries.ts';
 
 const FLUSH_MS = 100;
+/** Rows per snapshot page: about 1 MB of JSON, parsed and validated in well under 50 ms. */
+const PAGE_ROWS = 4000;
 /** Past this many queued events for a connection whose snapshot is loading, drop them and load again. */
 const MAX_QUEUED = 50_000;
 
@@ -47,10 +55,11 @@ export class FleetSync {
     const generation = (this.generation.get(connectionId) ?? 0) + 1;
     this.generation.set(connectionId, generation);
     try {
-      const snapshot = await this.client.call('fleet.snapshot', { connectionId });
-      let data = fromSnapshot(snapshot);
+      const superseded = () => this.generation.get(connectionId) !== generation;
+      const snapshot = await this.fetchSnapshot(connectionId, superseded);
+      let data = snapshot;
       // A newer load superseded this one (its result is discarded): leave the queued events to it.
-      if (this.generation.get(connectionId) !== generation) return data;
+      if (superseded()) return data;
       const queued = this.queued.get(connectionId) ?? [];
       this.queued.delete(connectionId);
       const { data: merged, gap } = applyLeaseEvents(data, queued);
@@ -67,6 +76,40 @@ export class FleetSync {
       else this.loading.set(connectionId, n);
     }
   };
+
+  /**
+   * The snapshot in pages of {@link PAGE_ROWS}, all from the same server-side
+   * snapshot (the first page's seq names it). Each page is its own request,
+   * parse and insert, so loading 100 000 rows never blocks the page for long.
+   * If the server replaced the snapshot midway (it is held for 30 s after each
+   * page), start again; after a few tries take it whole.
+   */
+  private async fetchSnapshot(connectionId: string, superseded: () => boolean): Promise<FleetData> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const first = await this.client.call('fleet.snapshot', { connectionId, offset: 0, limit: PAGE_ROWS });
+      const builder = new SnapshotBuilder(first);
+      builder.add(first.rows);
+      const total = first.total ?? first.rows.length;
+      let offset = first.rows.length;
+      let same = true;
+      while (offset < total && !superseded()) {
+        const page = await this.client.call('fleet.snapshot', {
+          connectionId,
+          offset,
+          limit: PAGE_ROWS,
+          seq: first.seq,
+        });
+        if (page.seq !== first.seq || page.rows.length === 0) {
+          same = false;
+          break;
+        }
+        builder.add(page.rows);
+        offset += page.rows.length;
+      }
+      if (same) return builder.finish();
+    }
+    return fromSnapshot(await this.client.call('fleet.snapshot', { connectionId }));
+  }
 
   private onTransport(state: TransportState): void {
     if (state === 'closed') this.wasClosed = true;

@@ -193,15 +193,29 @@ export const methods = {
     params: z.strictObject({ url: urlSchema }),
     result: z.strictObject({ kind: ConnectionInfoSchema.shape.kind, serverTime: ms, latencyMs: z.number() }),
   },
-  /** The whole model of one connection (rows never carry checkpoint bytes). */
+  /**
+   * The whole model of one connection (rows never carry checkpoint bytes).
+   * With `limit`, one page of it instead: rows `offset`… of the snapshot in
+   * work-id order (UTF-16 code units), plus `total`. Pass the first page's
+   * `seq` for the next pages to read the same snapshot; a page whose `seq`
+   * differs comes from a newer one (the held one was replaced or expired):
+   * start again from offset 0.
+   */
   'fleet.snapshot': {
-    params: z.strictObject({ connectionId }),
+    params: z.strictObject({
+      connectionId,
+      offset: z.number().int().nonnegative().optional(),
+      limit: z.number().int().min(1).max(50_000).optional(),
+      seq: ms.optional(),
+    }),
     result: z.strictObject({
       connectionId,
       rows: z.array(LeaseRowSchema),
       /** Sequence number of the last event applied to this snapshot; events with a higher one follow. */
       seq: ms,
       serverTime: ms,
+      /** Paged requests only: rows in the whole snapshot. */
+      total: z.number().int().nonnegative().optional(),
     }),
   },
   'fleet.counts': {

@@ -33,6 +33,7 @@ import {
   type ConsoleEvent,
   DEFAULT_THRESHOLDS,
   type ErrorDataWire,
+  type LeaseRow,
   type MethodName,
   methods,
   type Params,
@@ -141,6 +142,8 @@ export function splitConsoleUrl(url: string): { url: string; options: OpenOption
 }
 
 const CONNECT_RETRY_MIN_MS = 250;
+/** How long a paged snapshot is held after its last page was read. */
+const PAGED_SNAPSHOT_HOLD_MS = 30_000;
 const CONNECT_RETRY_MAX_MS = 10_000;
 /** A connection's syncedAt is re-announced at most this often when nothing else changed. */
 const FRESHNESS_EVENT_MS = 5_000;
@@ -165,6 +168,9 @@ class Connection {
   private unsubscribe: (() => void) | null = null;
   lastAnnouncedSyncedAt: number | null = null;
   private liveWaiters: Array<() => void> = [];
+  /** The snapshot a paged `fleet.snapshot` is reading, so every page comes from the same one. */
+  private paged: { model: FleetModel; seq: number; serverTime: number; rows: LeaseRow[] } | null = null;
+  private pagedTimer: NodeJS.Timeout | null = null;
 
   constructor(
     readonly id: string,
@@ -288,9 +294,36 @@ class Connection {
     throw new BackendUnavailableError(`connection '${this.input.name}' is not connected yet`);
   }
 
+  /**
+   * The held snapshot when `seq` names it, else a new one (held for the next
+   * pages). Sorted by work id once, so a client can append pages without
+   * sorting 100 000 ids itself; dropped 30 s after its last page was read.
+   */
+  pagedSnapshot(
+    model: FleetModel,
+    seq: number | undefined,
+  ): { seq: number; serverTime: number; rows: LeaseRow[] } {
+    let held = this.paged;
+    if (held === null || held.model !== model || (seq !== held.seq && model.seq !== held.seq)) {
+      const snap = model.snapshot();
+      snap.rows.sort((a, b) => (a.workId < b.workId ? -1 : a.workId > b.workId ? 1 : 0));
+      held = { model, seq: snap.seq, serverTime: snap.serverTime, rows: snap.rows };
+      this.paged = held;
+    }
+    if (this.pagedTimer !== null) clearTimeout(this.pagedTimer);
+    this.pagedTimer = setTimeout(() => {
+      this.paged = null;
+      this.pagedTimer = null;
+    }, PAGED_SNAPSHOT_HOLD_MS);
+    this.pagedTimer.unref();
+    return held;
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.pagedTimer !== null) clearTimeout(this.pagedTimer);
+    this.paged = null;
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
     this.clock?.stop();
     await this.model?.close();
@@ -432,14 +465,26 @@ class Service implements ConsoleService {
         await backend.close().catch(() => {});
       }
     },
-    'fleet.snapshot': async ({ connectionId }) => {
+    'fleet.snapshot': async ({ connectionId, offset, limit, seq }) => {
       const conn = this.connection(connectionId);
       const model = conn.model;
       if (model === null) {
-        return { connectionId, rows: [], seq: 0, serverTime: Math.round(this.now()) };
+        const empty = { connectionId, rows: [], seq: 0, serverTime: Math.round(this.now()) };
+        return limit === undefined ? empty : { ...empty, total: 0 };
       }
-      const snap = model.snapshot();
-      return { connectionId, rows: snap.rows, seq: snap.seq, serverTime: snap.serverTime };
+      if (limit === undefined) {
+        const snap = model.snapshot();
+        return { connectionId, rows: snap.rows, seq: snap.seq, serverTime: snap.serverTime };
+      }
+      const snap = conn.pagedSnapshot(model, seq);
+      const from = offset ?? 0;
+      return {
+        connectionId,
+        rows: snap.rows.slice(from, from + limit),
+        seq: snap.seq,
+        serverTime: snap.serverTime,
+        total: snap.rows.length,
+      };
     },
     'fleet.counts': async ({ connectionId }) => {
       const conn = this.connection(connectionId);

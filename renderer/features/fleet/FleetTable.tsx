@@ -48,8 +48,12 @@ export interface FleetTableProps {
   selectedKey: string | null;
 }
 
-/** Rows rendered beyond the viewport on each side: enough for one wheel step at 60 fps, few enough to stay cheap. */
-const OVERSCAN = 4;
+/**
+ * Rows rendered beyond the viewport on each side. A fast wheel never shows a blank band, and
+ * rows just off screen stay findable (the e2e tests rely on it); scrolling re-renders every
+ * rendered row, so this is not free.
+ */
+const OVERSCAN = 12;
 
 export function FleetTable(props: FleetTableProps) {
   const { view, activeIndex, onActiveIndex, onOpen } = props;

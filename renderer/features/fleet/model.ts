@@ -57,6 +57,43 @@ export function fromSnapshot(snapshot: Snapshot): FleetData {
   };
 }
 
+/**
+ * Builds a {@link FleetData} from a snapshot read in pages (one page per
+ * task, so no single task parses or inserts 100 000 rows). Pages come in
+ * work-id order; if one ever does not, the ids are sorted once at the end.
+ */
+export class SnapshotBuilder {
+  private readonly rows = new Map<string, LeaseRow>();
+  private readonly ids: string[] = [];
+  private ordered = true;
+
+  constructor(private readonly head: Omit<Snapshot, 'rows'>) {}
+
+  add(rows: readonly LeaseRow[]): void {
+    const { ids } = this;
+    for (const row of rows) {
+      if (this.rows.has(row.workId)) continue;
+      this.rows.set(row.workId, row);
+      const last = ids[ids.length - 1];
+      if (last !== undefined && !(last < row.workId)) this.ordered = false;
+      ids.push(row.workId);
+    }
+  }
+
+  finish(): FleetData {
+    if (!this.ordered) this.ids.sort(cmp);
+    return {
+      connectionId: this.head.connectionId,
+      rows: this.rows,
+      sortedIds: this.ids,
+      seq: this.head.seq,
+      serverTime: this.head.serverTime,
+      rev: 0,
+      membershipRev: 0,
+    };
+  }
+}
+
 function lowerBound(ids: string[], id: string): number {
   let lo = 0;
   let hi = ids.length;
