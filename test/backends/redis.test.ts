@@ -381,6 +381,31 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     );
   });
 
+  it('lists a sparse holder filter completely, in order, across buckets and scan caps', async () => {
+    const { b } = await h.open();
+    // 32 buckets × ~40 ids: more than one list call examines per bucket for a 1-item page.
+    const rare = new Set(['r-0007', 'r-0333', 'r-0600', 'r-0901', 'r-1277']);
+    await Promise.all(
+      Array.from({ length: 1300 }, (_, i) => {
+        const id = `r-${String(i).padStart(4, '0')}`;
+        return b.acquire(id, rare.has(id) ? 'rare' : 'bulk', LIVE);
+      }),
+    );
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await b.admin.list({ holderId: 'rare', limit: 2, cursor });
+      seen.push(...page.items.map((i) => i.workId));
+      cursor = page.nextCursor;
+      pages++;
+    } while (cursor !== null && pages < 100);
+    expect(seen).toEqual([...rare]);
+    expect(
+      (await b.admin.list({ holderId: 'rare', workIdPrefix: 'r-06' })).items.map((i) => i.workId),
+    ).toEqual(['r-0600']);
+  });
+
   it('prune finds a lease whose renew shortened it, and skips one renewed past its old expiry', async () => {
     const { b, prefix } = await h.open();
     const layout = new Layout(prefix, 32);

@@ -335,51 +335,6 @@ return n`,
 };
 
 /**
- * listScan (one bucket) — KEYS: ids, m. ARGV: min, max (ZRANGEBYLEX bounds), want, holderId
- * ('' = any), scanCap.
- * Walks the bucket's work ids in byte order from `min`, returning up to `want` packed leases whose
- * holder matches, looking at no more than `scanCap` ids so a sparse filter cannot block the server
- * for long. One HMGET per chunk of ids, not a call per lease.
- * Returns `{done, lastScanned|nil, {workId, packed, workId, packed, …}}`; done = 1 when the bucket is
- * exhausted.
- */
-export const listScan: ScriptDef = {
-  numberOfKeys: 2,
-  lua: `
-local want, cap, holder = tonumber(ARGV[3]), tonumber(ARGV[5]), ARGV[4]
-local hp = holder .. '\\n'
-local hl = #hp
-local out, n, scanned, done, last = {}, 0, 0, 0, false
-local min = ARGV[1]
-while n < want and scanned < cap do
-  local chunk = math.min(cap - scanned, math.max(want - n, 64), 2000)
-  local ids = redis.call('ZRANGEBYLEX', KEYS[1], min, ARGV[2], 'LIMIT', 0, chunk)
-  if #ids == 0 then
-    done = 1
-    break
-  end
-  local leases = redis.call('HMGET', KEYS[2], unpack(ids))
-  for i = 1, #ids do
-    scanned = scanned + 1
-    last = ids[i]
-    local l = leases[i]
-    if l and (holder == '' or string.sub(l, 1, hl) == hp) then
-      out[n * 2 + 1] = last
-      out[n * 2 + 2] = l
-      n = n + 1
-      if n >= want then break end
-    end
-  end
-  if #ids < chunk and n < want then
-    done = 1
-    break
-  end
-  min = '(' .. last
-end
-return {done, last, out}`,
-};
-
-/**
  * The position of a change cursor in one bucket's stream is the last stream id read plus its
  * ordinal: how many entries the stream had received up to and including it (`entries-added`
  * counts every entry ever added, Redis 7). Trimming only removes the oldest entries and nothing
