@@ -37,9 +37,8 @@ export interface FleetTableProps {
   fleets: Map<string, FleetData>;
   connections: Map<string, ConnectionInfo>;
   showConnection: boolean;
+  /** The shared once-a-second tick. Rows re-render when it moves or their lease object is replaced. */
   localNow: number;
-  /** Bumped by each applied event batch so visible rows pick up new values. */
-  rev: number;
   sort: Sort;
   onSort: (key: SortKey) => void;
   activeIndex: number;

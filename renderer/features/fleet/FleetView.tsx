@@ -316,7 +316,6 @@ export function FleetView({
             connections={connections}
             showConnection={scope === 'all' && fleets.length > 1}
             localNow={tick}
-            rev={rev}
             sort={sort}
             onSort={onSort}
             activeIndex={activeIndex}

@@ -5,10 +5,19 @@
  * work id plus the ids in work-id order, maintained incrementally. Pushed
  * `leases` events are applied in place and the wrapper is replaced (new
  * `rev`), so a 100 000-row fleet with thousands of changes a second never
- * copies the whole Map. The visible list is derived by {@link computeView} in
- * one pass at most about once a second (statuses move with time alone) or when
- * membership, filters or sort change; rows themselves are read from the Map at
- * render time, so values shown are always the latest.
+ * copies the whole Map: a batch costs O(batch). This keeps the design rule
+ * (pushed changes reach the query cache through `setQueryData`) without a
+ * separate `useSyncExternalStore` store: the cached value is the mutable
+ * store, its new wrapper is the version bump that re-renders subscribers,
+ * and visible rows read the Map at render time, so values shown are always
+ * the latest.
+ *
+ * The visible list (filters, counts, sort) is derived by {@link viewJob}, a
+ * pass over every row that runs in slices of a few milliseconds (see
+ * renderer/lib/slices.ts): restarted when filters, sort or the snapshot
+ * change, refreshed at most every half second for membership and the clock
+ * (statuses move with time alone). Time columns sort by the stored instant,
+ * which time does not move.
  */
 import type { ConsoleEvent, LeaseRow, LeaseStatus, Thresholds } from '../../../src/console/api.ts';
 import { LEASE_STATUSES } from '../../../src/console/api.ts';
@@ -413,10 +422,21 @@ export function summarize(
   src: FleetSource,
   localNow: number,
 ): { counts: StatusCounts; stuck: string[]; expired: number } {
+  return drain(summarizeJob(src, localNow));
+}
+
+/** {@link summarize} as a sliceable job (see renderer/lib/slices.ts). */
+export function* summarizeJob(
+  src: FleetSource,
+  localNow: number,
+): Generator<void, { counts: StatusCounts; stuck: string[]; expired: number }> {
   const counts = emptyCounts();
   const stuck: string[] = [];
   const now = localNow + src.clockOffsetMs;
-  for (const row of src.data.rows.values()) {
+  const rows = [...src.data.rows.values()];
+  for (let i = 0; i < rows.length; i++) {
+    if ((i & (PASS_STEP - 1)) === PASS_STEP - 1) yield;
+    const row = rows[i] as LeaseRow;
     const s = leaseStatus(row, now, src.thresholds);
     counts[s]++;
     if (s === 'stuck') stuck.push(row.workId);

@@ -6,7 +6,8 @@
 import { useEffect, useRef, useState } from 'react';
 import { type FleetEntry, toSources } from '../../app/hooks.ts';
 import { useNow } from '../../lib/clock.ts';
-import { summarize } from '../fleet/model.ts';
+import { runSliced } from '../../lib/slices.ts';
+import { summarizeJob } from '../fleet/model.ts';
 
 const PREF = 'worklease.notifyStuck';
 const supported = typeof window !== 'undefined' && 'Notification' in window;
@@ -26,30 +27,40 @@ export function useStuckNotifications(fleets: FleetEntry[]) {
       return;
     }
     const fleets = fleetsRef.current;
-    const stuckNow = new Set<string>();
-    const fresh: string[] = [];
-    for (const src of toSources(fleets)) {
-      const name =
-        fleets.find((f) => f.connection.id === src.connectionId)?.connection.name ?? src.connectionId;
-      for (const workId of summarize(src, now).stuck) {
-        const key = `${src.connectionId}\u0000${workId}`;
-        stuckNow.add(key);
-        if (seen.current !== null && !seen.current.has(key)) fresh.push(`${name}: ${workId}`);
+    const sources = toSources(fleets);
+    // A pass over every lease of every connection: sliced, so 100 000 leases never hold the page.
+    function* job(): Generator<void, { key: string; label: string }[]> {
+      const found: { key: string; label: string }[] = [];
+      for (const src of sources) {
+        const name =
+          fleets.find((f) => f.connection.id === src.connectionId)?.connection.name ?? src.connectionId;
+        const { stuck } = yield* summarizeJob(src, now);
+        for (const workId of stuck)
+          found.push({ key: `${src.connectionId}\u0000${workId}`, label: `${name}: ${workId}` });
       }
+      return found;
     }
-    // The first pass only learns what is already stuck: notify about changes, not the backlog.
-    seen.current = stuckNow;
-    if (fresh.length === 1) {
-      new Notification('Lease stuck', {
-        body: `${fresh[0]} renews but makes no progress.`,
-        tag: 'worklease-stuck',
-      });
-    } else if (fresh.length > 1) {
-      new Notification(`${fresh.length} leases stuck`, {
-        body: `${fresh.slice(0, 3).join(', ')}${fresh.length > 3 ? ', …' : ''}`,
-        tag: 'worklease-stuck',
-      });
-    }
+    return runSliced(job(), (found) => {
+      const stuckNow = new Set<string>();
+      const fresh: string[] = [];
+      for (const { key, label } of found) {
+        stuckNow.add(key);
+        if (seen.current !== null && !seen.current.has(key)) fresh.push(label);
+      }
+      // The first pass only learns what is already stuck: notify about changes, not the backlog.
+      seen.current = stuckNow;
+      if (fresh.length === 1) {
+        new Notification('Lease stuck', {
+          body: `${fresh[0]} renews but makes no progress.`,
+          tag: 'worklease-stuck',
+        });
+      } else if (fresh.length > 1) {
+        new Notification(`${fresh.length} leases stuck`, {
+          body: `${fresh.slice(0, 3).join(', ')}${fresh.length > 3 ? ', …' : ''}`,
+          tag: 'worklease-stuck',
+        });
+      }
+    });
   }, [enabled, now]);
 
   const toggle = async () => {
