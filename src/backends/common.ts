@@ -114,6 +114,8 @@ export interface LeaseDriver {
   serverTime(): Promise<Date>;
   changeCursor(): Promise<string>;
   changes(cursor: string, limit: number): Promise<ChangeBatch>;
+  /** See {@link LeaseAdmin.watchChanges}; optional. */
+  watchChanges?(onWake: () => void): () => void;
   close(): Promise<void>;
 }
 
@@ -205,6 +207,14 @@ export function createBackend(driver: LeaseDriver, maxStateBytes: number): Lease
       return driver.changes(o.cursor, limit);
     },
   };
+  if (driver.watchChanges !== undefined) {
+    const watch = driver.watchChanges.bind(driver);
+    admin.watchChanges = (onWake) => {
+      if (typeof onWake !== 'function') throw new InvalidArgumentError('onWake must be a function');
+      open();
+      return watch(onWake);
+    };
+  }
   return {
     kind: driver.kind,
     url: driver.url,

@@ -19,6 +19,12 @@
  * the wait up to `pollMaxMs`. An idle fleet therefore costs at most one
  * `changes` call per `pollMaxMs`, while a busy one sees changes within
  * `pollMinMs` + the coalescing window.
+ *
+ * When the backend can push wake-ups (`admin.watchChanges`), an idle model
+ * waits for them instead: a wake-up ends an idle wait at once, and the idle
+ * wait grows to 30 s by default (a slow safety poll, since a wake-up can be
+ * lost). One that arrives while a poll is in flight makes the next wait at
+ * most `pollMinMs`, so a write racing a poll is not left for the safety poll.
  */
 import { hasCode, WorkleaseError } from '../lease/errors.ts';
 import type { LeaseAdmin, LeaseChange, LeaseInfo } from '../lease/types.ts';
@@ -30,7 +36,10 @@ import { RateRecorder } from './stats.ts';
 export interface FleetModelOptions {
   /** Poll delay right after a batch with changes, ms. Default 50. */
   pollMinMs?: number;
-  /** Poll delay when idle (reached by doubling), ms. Default 1000. */
+  /**
+   * Poll delay when idle (reached by doubling), ms. Default 1000, or 30 000 when the backend pushes
+   * wake-ups (`admin.watchChanges`).
+   */
   pollMaxMs?: number;
   /** Changes are coalesced into one `leases` event per this window, ms. Default 50. */
   batchMs?: number;
@@ -65,7 +74,8 @@ const sleepResolved = Promise.resolve();
 
 export class FleetModel {
   private readonly pollMinMs: number;
-  private readonly pollMaxMs: number;
+  private pollMaxMs: number;
+  private readonly pollMaxMsSet: boolean;
   private readonly batchMs: number;
   private readonly pageSize: number;
   private readonly changeLimit: number;
@@ -90,6 +100,12 @@ export class FleetModel {
   private running = false;
   private closed = false;
   private wakeUp: (() => void) | null = null;
+  /** Stops the backend's wake-ups; null when the backend has none. */
+  private unwatch: (() => void) | null = null;
+  /** A wake-up arrived since the current poll started. */
+  private watchWoke = false;
+  /** The current wait is an idle one (longer than pollMinMs), which a wake-up may end. */
+  private idleWait = false;
   private loopDone: Promise<void> = sleepResolved;
   /** Number of polls started; waiters of `caughtUp` wait for one started after they asked. */
   private pollsStarted = 0;
@@ -102,6 +118,7 @@ export class FleetModel {
   ) {
     this.pollMinMs = options.pollMinMs ?? 50;
     this.pollMaxMs = options.pollMaxMs ?? 1000;
+    this.pollMaxMsSet = options.pollMaxMs !== undefined;
     this.batchMs = options.batchMs ?? 50;
     this.pageSize = options.pageSize ?? 10_000;
     this.changeLimit = options.changeLimit ?? 2000;
@@ -136,11 +153,20 @@ export class FleetModel {
   start(): void {
     if (this.running || this.closed) return;
     this.running = true;
+    try {
+      this.unwatch = this.admin.watchChanges?.(() => this.onWatchWake()) ?? null;
+      if (this.unwatch !== null && !this.pollMaxMsSet) this.pollMaxMs = 30_000;
+    } catch {
+      // No push channel (e.g. the backend was closed): polling alone still works.
+      this.unwatch = null;
+    }
     this.loopDone = this.loop();
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.unwatch?.();
+    this.unwatch = null;
     this.wake();
     await this.loopDone;
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
@@ -196,6 +222,11 @@ export class FleetModel {
     w?.();
   }
 
+  private onWatchWake(): void {
+    if (this.wakeUp !== null && this.idleWait) this.wake();
+    else this.watchWoke = true;
+  }
+
   // ---- the loop ------------------------------------------------------------
 
   private async loop(): Promise<void> {
@@ -205,6 +236,8 @@ export class FleetModel {
     let retryDelay = this.retryMinMs;
     while (!this.closed) {
       let delay: number;
+      // Only a wait for news may be cut short by a wake-up, not a retry backoff.
+      let idle = false;
       try {
         if (needSnapshot) {
           await this.loadSnapshot(firstSnapshot);
@@ -215,6 +248,8 @@ export class FleetModel {
         const cursor = this.cursor;
         if (cursor === null) throw new Error('feed cursor missing after snapshot');
         const pollNo = ++this.pollsStarted;
+        // This poll sees every write a wake-up so far announced.
+        this.watchWoke = false;
         const startedAt = this.clock.serverNow();
         const batch = await this.admin.changes({ cursor, limit: this.changeLimit });
         if (this.closed) break;
@@ -239,7 +274,9 @@ export class FleetModel {
         // holds back the xmin horizon) must not keep the poll rate high.
         else if (applied > 0) delay = idleDelay = this.pollMinMs;
         else delay = idleDelay = Math.min(this.pollMaxMs, idleDelay * 2);
+        if (this.watchWoke) delay = Math.min(delay, this.pollMinMs);
         if (this.caughtUpWaiters.length > 0) delay = 0;
+        idle = delay > this.pollMinMs;
       } catch (err) {
         if (this.closed) break;
         const unavailable = hasCode(err, 'BACKEND_UNAVAILABLE');
@@ -251,7 +288,9 @@ export class FleetModel {
         delay = retryDelay;
         retryDelay = Math.min(this.retryMaxMs, retryDelay * 2);
       }
+      this.idleWait = idle;
       await this.sleep(delay);
+      this.idleWait = false;
     }
   }
 

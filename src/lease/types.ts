@@ -202,6 +202,13 @@ export interface LeaseAdmin {
   changeCursor(): Promise<string>;
   /** Changes after `cursor`, oldest first. A change may be delivered more than once; apply by (token, version). */
   changes(options: ChangeOptions): Promise<ChangeBatch>;
+  /**
+   * Optional: calls `onWake` soon after writes (possibly once for many, possibly spuriously, and once
+   * after the watch (re)connects), so a change reader can wait instead of polling. A hint only: a
+   * wake-up can be lost (e.g. while reconnecting), so readers still poll now and then. Returns a
+   * function that stops the watch. Backends without a push channel leave it undefined.
+   */
+  watchChanges?(onWake: () => void): () => void;
 }
 
 /** The lease contract (DESIGN §2). Every call is a single attempt and one round trip. */

@@ -18,7 +18,9 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openRedis } from '../../src/backends/redis/index.ts';
 import { compareUtf8, fnv1a, INFO_FIELDS, Layout } from '../../src/backends/redis/layout.ts';
-import type { LeaseBackend, OpenOptions } from '../../src/index.ts';
+import { ServerClock } from '../../src/console/clock.ts';
+import { FleetModel } from '../../src/console/model.ts';
+import type { LeaseAdmin, LeaseBackend, OpenOptions } from '../../src/index.ts';
 import { REDIS_URL, uniqueNamespace } from '../support/backends.ts';
 import { type RedisCluster, startRedisCluster } from '../support/redis-cluster.ts';
 
@@ -379,6 +381,68 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     expect(await codeOf(openRedis(url(), { keyPrefix: prefix, callTimeoutMs: 2000 }))).toBe(
       'SCHEMA_MISMATCH',
     );
+  });
+
+  it('watchChanges wakes a reader soon after a write, and stops when asked', async () => {
+    const { b } = await h.open();
+    let wakes = 0;
+    const waitWake = async (after: number): Promise<void> => {
+      const deadline = Date.now() + BOUND_MS;
+      while (wakes <= after) {
+        if (Date.now() > deadline) throw new Error('no wake-up');
+        await sleep(10);
+      }
+    };
+    const stop = b.admin.watchChanges?.(() => {
+      wakes++;
+    });
+    expect(stop).toBeTypeOf('function');
+    // The first wake-up says the subscription is up (writes before it may not wake anyone).
+    await waitWake(0);
+    for (const id of ['w-1', 'w-2', 'w-3']) {
+      const seen = wakes;
+      const rec = await b.acquire(id, 'h', LIVE);
+      await waitWake(seen);
+      await b.renew(rec, LIVE);
+      await waitWake(seen + 1);
+    }
+    stop!();
+    const seen = wakes;
+    await b.acquire('w-after-stop', 'h', LIVE);
+    await sleep(200);
+    expect(wakes).toBe(seen);
+  });
+
+  it('a fleet model on it waits for wake-ups instead of polling, and still sees a write', async () => {
+    const { b } = await h.open();
+    let polls = 0;
+    const admin: LeaseAdmin = {
+      ...b.admin,
+      changes: (o) => {
+        polls++;
+        return b.admin.changes(o);
+      },
+      watchChanges: (f) => b.admin.watchChanges!(f),
+    };
+    const clock = new ServerClock(() => b.admin.serverTime());
+    await clock.measure();
+    // Without the watch this model would poll every second when idle (and every 20 ms at first).
+    const model = new FleetModel(admin, clock, { pollMinMs: 20 });
+    try {
+      model.start();
+      await model.caughtUp();
+      await sleep(1500);
+      const before = polls;
+      await sleep(2500);
+      // Idle waits double towards 30 s: at most two polls here (a 1 s poll interval would make 2-3).
+      expect(polls - before).toBeLessThanOrEqual(2);
+      await b.acquire('seen-by-the-model', 'h', LIVE);
+      const deadline = Date.now() + BOUND_MS;
+      while (model.get('seen-by-the-model') === undefined && Date.now() < deadline) await sleep(20);
+      expect(model.get('seen-by-the-model')?.holderId).toBe('h');
+    } finally {
+      await model.close();
+    }
   });
 
   it('lists a sparse holder filter completely, in order, across buckets and scan caps', async () => {

@@ -109,6 +109,45 @@ export function parseRedisUrl(url: string): RedisTarget {
 
 export type RedisClient = Redis | Cluster;
 
+/**
+ * A connection for the change watch only (sharded Pub/Sub needs a connection of its own). It may
+ * queue SSUBSCRIBE while connecting and reconnects forever; losing a message only delays a reader
+ * until its next poll, so none of the at-most-once care of lease calls applies.
+ */
+export function createSubscriber(target: RedisTarget, options: ResolvedOptions): RedisClient {
+  const nodeOptions: RedisOptions = {
+    connectionName: `worklease:${options.keyPrefix}:watch`,
+    connectTimeout: Math.max(1, Math.floor(options.callTimeoutMs / 2)),
+    disableClientInfo: true,
+    keepAlive: 30_000,
+    lazyConnect: true,
+    // The driver subscribes again on every 'ready' itself, and wakes its readers then.
+    autoResubscribe: false,
+    maxRetriesPerRequest: null,
+  };
+  if (target.username !== undefined) nodeOptions.username = target.username;
+  if (target.password !== undefined) nodeOptions.password = target.password;
+  if (target.tls) nodeOptions.tls = {};
+  if (target.kind === 'redis-cluster') {
+    return new Cluster(target.nodes, {
+      redisOptions: { ...nodeOptions, autoResubscribe: true },
+      lazyConnect: true,
+      shardedSubscribers: true,
+      clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+    });
+  }
+  const node = target.nodes[0]!;
+  const standalone: RedisOptions = {
+    ...nodeOptions,
+    host: node.host,
+    port: node.port,
+    db: target.db,
+    retryStrategy: (times) => Math.min(50 * times, 1000),
+  };
+  if (target.tls) standalone.tls = { servername: node.host };
+  return new Redis(standalone);
+}
+
 export function createClient(target: RedisTarget, options: ResolvedOptions): RedisClient {
   const nodeOptions: RedisOptions = {
     connectionName: `worklease:${options.keyPrefix}`,

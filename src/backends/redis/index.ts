@@ -42,8 +42,20 @@ import type {
   OpenOptions,
   StatePage,
 } from '../../lease/types.ts';
-import { createBackend, type DriverListOptions, type LeaseDriver, resolveOptions } from '../common.ts';
-import { createClient, parseRedisUrl, type RedisClient, type RedisTarget } from './connection.ts';
+import {
+  createBackend,
+  type DriverListOptions,
+  type LeaseDriver,
+  type ResolvedOptions,
+  resolveOptions,
+} from '../common.ts';
+import {
+  createClient,
+  createSubscriber,
+  parseRedisUrl,
+  type RedisClient,
+  type RedisTarget,
+} from './connection.ts';
 import { classifyRedisError } from './errors.ts';
 import {
   compareStreamIds,
@@ -255,14 +267,21 @@ class RedisDriver implements LeaseDriver {
   layout: Layout;
   private readonly watchdog: Watchdog;
 
+  private readonly prefix: string;
+  private readonly callTimeoutMs: number;
+  private readonly watchers = new Set<() => void>();
+  private subscriber: RedisClient | null = null;
+  private wakePending = false;
+
   constructor(
     private readonly client: RedisClient,
-    target: RedisTarget,
-    private readonly prefix: string,
-    private readonly callTimeoutMs: number,
+    private readonly target: RedisTarget,
+    private readonly options: ResolvedOptions,
   ) {
-    this.layout = new Layout(prefix, DEFAULT_BUCKETS);
-    this.watchdog = new Watchdog(Math.max(5, Math.min(100, Math.floor(callTimeoutMs / 10))));
+    this.prefix = options.keyPrefix;
+    this.callTimeoutMs = options.callTimeoutMs;
+    this.layout = new Layout(this.prefix, DEFAULT_BUCKETS);
+    this.watchdog = new Watchdog(Math.max(5, Math.min(100, Math.floor(this.callTimeoutMs / 10))));
     this.kind = target.kind;
     this.url = target.redacted;
   }
@@ -872,7 +891,74 @@ class RedisDriver implements LeaseDriver {
     return { changes, cursor: encodeChangeCursor(next), gap: false };
   }
 
+  /**
+   * Wakes `onWake` when a bucket is written: every write script SPUBLISHes on its bucket's shard
+   * channel (scripts.ts), and one subscriber connection per backend (per master on a cluster, by
+   * ioredis' sharded subscribers) listens to all of them, so an idle reader sends no commands at
+   * all. Readers are also woken whenever the subscription (re)connects, since messages published
+   * while it was down are lost.
+   */
+  watchChanges(onWake: () => void): () => void {
+    this.watchers.add(onWake);
+    if (this.subscriber === null) this.subscriber = this.startWatch();
+    let active = true;
+    return () => {
+      if (!active) return;
+      active = false;
+      this.watchers.delete(onWake);
+      if (this.watchers.size === 0) this.stopWatch();
+    };
+  }
+
+  /** One wake-up per burst of messages (a busy bucket publishes thousands a second). */
+  private wakeAll(): void {
+    if (this.wakePending) return;
+    this.wakePending = true;
+    queueMicrotask(() => {
+      this.wakePending = false;
+      for (const w of [...this.watchers]) {
+        try {
+          w();
+        } catch {
+          // One failing watcher must not starve the others.
+        }
+      }
+    });
+  }
+
+  private startWatch(): RedisClient {
+    const sub = createSubscriber(this.target, this.options);
+    sub.on('error', () => {});
+    sub.on('smessage', () => this.wakeAll());
+    const channels = this.layout.wake;
+    if (this.kind === 'redis') {
+      // Subscribing again on every connection (autoResubscribe is off) keeps one code path.
+      sub.on('ready', () => {
+        (sub as Redis)
+          .ssubscribe(...channels)
+          .then(() => this.wakeAll())
+          .catch(() => {});
+      });
+    } else {
+      // A channel per slot: ioredis routes each to the master owning it and resubscribes after moves.
+      Promise.all(channels.map((channel) => sub.ssubscribe(channel)))
+        .then(() => this.wakeAll())
+        .catch(() => {});
+      sub.on('ready', () => this.wakeAll());
+    }
+    sub.connect().catch(() => {});
+    return sub;
+  }
+
+  private stopWatch(): void {
+    const sub = this.subscriber;
+    this.subscriber = null;
+    sub?.disconnect();
+  }
+
   async close(): Promise<void> {
+    this.watchers.clear();
+    this.stopWatch();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       this.client.quit().catch(() => undefined),
@@ -917,7 +1003,7 @@ export async function openRedis(url: string, options: OpenOptions = {}): Promise
   const client = createClient(target, o);
   // Failures reach callers through the calls; an unhandled 'error' event would crash the process.
   client.on('error', () => {});
-  const driver = new RedisDriver(client, target, o.keyPrefix, o.callTimeoutMs);
+  const driver = new RedisDriver(client, target, o);
   try {
     await connect(client, target, o.callTimeoutMs);
     await driver.checkLayout(o.migrate);
