@@ -79,7 +79,15 @@
  *
  * Cost: the hot statements touch one row through the primary key, plus one
  * secondary index (change_xid) that every write must update; there are no
- * triggers. They run as named prepared statements on `pg`.
+ * triggers. They run as named prepared statements on `pg`. Measured with
+ * `pgbench -M prepared -r` (per-statement latency, both statements in one script
+ * so the shared machine's noise hits both alike), PostgreSQL 15, 200 rows:
+ *   1 client:  raw upsert 0.400 ms, renew 0.504 ms, same renew as a plain UPDATE
+ *              0.497 ms, checkpoint 1 KiB 0.555 ms;
+ *   16 clients: raw upsert 3.23 ms, renew 3.64 ms, plain UPDATE 3.53 ms.
+ * So the CTE shape (clock read once, guarded fallback) costs nothing measurable;
+ * what remains is the wider row and the non-HOT update. Dropping the change_xid
+ * index did not change the ratio (0.568 vs 0.477 ms without it), so it stays.
  */
 
 /** Quotes an identifier (the schema name, already validated as [a-z_][a-z0-9_]*). */
