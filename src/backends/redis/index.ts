@@ -640,8 +640,11 @@ class RedisDriver implements LeaseDriver {
             ? '-'
             : `[${prefix}`;
       const want = options.limit - items.length;
-      // About this bucket's share of the page, with slack for uneven buckets.
-      const perBucket = Math.min(want, Math.ceil(want / L.buckets) + 8);
+      // This bucket's share of the page with slack for uneven buckets: about 2 standard deviations of
+      // a bucket's count, so that one round usually fills the page (a second round costs a round
+      // trip and re-reads what the first one read past the frontier).
+      const share = want / L.buckets;
+      const perBucket = Math.min(want, Math.ceil(share + 2 * Math.sqrt(share)) + 8);
       const replies = await Promise.all(
         L.ids.map((_, b) =>
           this.scanBucket(b, min, max, perBucket, options.holderId, Math.max(perBucket, 500)),
