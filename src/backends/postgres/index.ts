@@ -23,6 +23,14 @@ export function applicationName(schema: string): string {
   return `worklease:${schema}`;
 }
 
+/** A failed statement, and whether its connection must be destroyed. */
+class BrokenOrFinal {
+  constructor(
+    readonly error: unknown,
+    readonly broken: boolean,
+  ) {}
+}
+
 class PgClient implements SqlClient {
   readonly #pool: pg.Pool;
   readonly #timeoutMs: number;
@@ -34,21 +42,25 @@ class PgClient implements SqlClient {
     this.#url = url;
   }
 
-  async query(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
-    const deadline = Date.now() + this.#timeoutMs;
-    let client: pg.PoolClient;
+  async #connect(): Promise<pg.PoolClient> {
     try {
-      client = await this.#pool.connect();
+      return await this.#pool.connect();
     } catch (err) {
       throw classifySqlError(err, 'connecting', this.#url);
     }
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) {
-      client.release();
-      throw new BackendUnavailableError(
-        `waiting for a connection to ${this.#url} took over ${this.#timeoutMs} ms`,
-      );
-    }
+  }
+
+  /**
+   * One statement on a checked-out client, bounded by `ms`. On a timeout or a
+   * connection error the client is marked broken (the caller must destroy it):
+   * it may still carry the abandoned statement's reply.
+   */
+  async #run(
+    client: pg.PoolClient,
+    statement: Statement,
+    params: readonly unknown[],
+    ms: number,
+  ): Promise<Row[]> {
     const config: pg.QueryConfig = { text: statement.text, values: params as unknown[] };
     if (statement.name !== undefined) config.name = statement.name;
     const running = client.query(config);
@@ -56,37 +68,48 @@ class PgClient implements SqlClient {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         reject(new BackendUnavailableError(`no answer from ${this.#url} within ${this.#timeoutMs} ms`));
-      }, remaining);
+      }, ms);
     });
     try {
       const result = await Promise.race([running, timeout]);
-      client.release();
       return result.rows as Row[];
     } catch (err) {
-      // A timed-out or broken connection may still carry the old query's reply: never reuse it.
-      const broken = err instanceof BackendUnavailableError || isConnectionError(err);
       running.catch(() => {});
-      client.release(broken ? (err as Error) : undefined);
-      throw classifySqlError(err, 'query', this.#url);
+      throw new BrokenOrFinal(err, err instanceof BackendUnavailableError || isConnectionError(err));
     } finally {
       clearTimeout(timer);
     }
   }
 
-  async transaction<T>(fn: (tx: SqlQuery) => Promise<T>): Promise<T> {
-    let client: pg.PoolClient;
-    try {
-      client = await this.#pool.connect();
-    } catch (err) {
-      throw classifySqlError(err, 'connecting', this.#url);
+  async query(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
+    const deadline = Date.now() + this.#timeoutMs;
+    const client = await this.#connect();
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) {
+      client.release();
+      throw new BackendUnavailableError(
+        `waiting for a connection to ${this.#url} took over ${this.#timeoutMs} ms`,
+      );
     }
+    try {
+      const rows = await this.#run(client, statement, params, remaining);
+      client.release();
+      return rows;
+    } catch (err) {
+      const e = err as BrokenOrFinal;
+      client.release(e.broken ? (e.error as Error) : undefined);
+      throw classifySqlError(e.error, 'query', this.#url);
+    }
+  }
+
+  async transaction<T>(fn: (tx: SqlQuery) => Promise<T>): Promise<T> {
+    const client = await this.#connect();
     const tx: SqlQuery = {
       query: async (statement, params) => {
         try {
-          const r = await client.query({ text: statement.text, values: params as unknown[] });
-          return r.rows as Row[];
+          return await this.#run(client, statement, params, this.#timeoutMs);
         } catch (err) {
-          throw classifySqlError(err, 'query', this.#url);
+          throw classifySqlError((err as BrokenOrFinal).error, 'query', this.#url);
         }
       },
     };
@@ -97,7 +120,7 @@ class PgClient implements SqlClient {
       client.release();
       return result;
     } catch (err) {
-      // Destroying the connection rolls back whatever was open; cheaper to reason about than a ROLLBACK that may fail too.
+      // Destroying the connection rolls back whatever was open; simpler than a ROLLBACK that may fail too.
       client.release(err instanceof Error ? err : true);
       throw err;
     }
