@@ -22,7 +22,7 @@
  *
  * When the backend can push wake-ups (`admin.watchChanges`), an idle model
  * waits for them instead: a wake-up ends an idle wait at once, and the idle
- * wait grows to 30 s by default (a slow safety poll, since a wake-up can be
+ * wait grows to 60 s by default (a slow safety poll, since a wake-up can be
  * lost). One that arrives while a poll is in flight makes the next wait at
  * most `pollMinMs`, so a write racing a poll is not left for the safety poll.
  */
@@ -37,7 +37,7 @@ export interface FleetModelOptions {
   /** Poll delay right after a batch with changes, ms. Default 50. */
   pollMinMs?: number;
   /**
-   * Poll delay when idle (reached by doubling), ms. Default 1000, or 30 000 when the backend pushes
+   * Poll delay when idle (reached by doubling), ms. Default 1000, or 60 000 when the backend pushes
    * wake-ups (`admin.watchChanges`).
    */
   pollMaxMs?: number;
@@ -155,7 +155,8 @@ export class FleetModel {
     this.running = true;
     try {
       this.unwatch = this.admin.watchChanges?.(() => this.onWatchWake()) ?? null;
-      if (this.unwatch !== null && !this.pollMaxMsSet) this.pollMaxMs = 30_000;
+      // A safety poll on a Redis Cluster is 32 commands (one per bucket): about 0.5 a second at 60 s.
+      if (this.unwatch !== null && !this.pollMaxMsSet) this.pollMaxMs = 60_000;
     } catch {
       // No push channel (e.g. the backend was closed): polling alone still works.
       this.unwatch = null;

@@ -434,7 +434,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
       await sleep(1500);
       const before = polls;
       await sleep(2500);
-      // Idle waits double towards 30 s: at most two polls here (a 1 s poll interval would make 2-3).
+      // Idle waits double towards 60 s: at most two polls here (a 1 s poll interval would make 2-3).
       expect(polls - before).toBeLessThanOrEqual(2);
       await b.acquire('seen-by-the-model', 'h', LIVE);
       const deadline = Date.now() + BOUND_MS;
