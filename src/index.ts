@@ -47,5 +47,11 @@ export async function openBackend(url: string, options: OpenOptions = {}): Promi
     }
   }
 }
-export { claim, withLease, DEFAULT_HOLDER_TTL_MS } from './lease/holder.ts';
-export type { HeartbeatOptions, HolderOptions, LeaseHolder, LossReason, WithLeaseOptions } from './lease/holder.ts';
+export type {
+  HeartbeatOptions,
+  HolderOptions,
+  LeaseHolder,
+  LossReason,
+  WithLeaseOptions,
+} from './lease/holder.ts';
+export { claim, DEFAULT_HOLDER_TTL_MS, withLease } from './lease/holder.ts';
