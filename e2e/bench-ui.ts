@@ -17,6 +17,7 @@
  * - how far the table lags the feed (newest seq shown vs sent).
  *
  * Usage: npm run bench:ui -- [--leases 100000] [--rate 2000] [--seconds 60] [--long]  (--long = 5 minutes)
+ *        [--profile] [--trace] [--at S] [--no-build] [--no-minify]  (--no-minify: readable names in --profile)
  */
 import { parseArgs } from 'node:util';
 import type { Browser, CDPSession, Page } from 'playwright-core';
@@ -43,6 +44,8 @@ const { values: args } = parseArgs({
     'no-build': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     trace: { type: 'boolean', default: false },
+    at: { type: 'string', default: '0' },
+    'no-minify': { type: 'boolean', default: false },
   },
 });
 const LEASES = Number(args.leases);
@@ -259,6 +262,7 @@ async function trace(browser: Browser, page: Page): Promise<void> {
   const stack: { e: TraceEvent; end: number; child: number }[] = [];
   let longEnd = -1;
   let longCount = 0;
+  const perLong: Map<string, number>[] = [];
   const close = (upTo: number) => {
     while (stack.length > 0 && (stack[stack.length - 1] as { end: number }).end <= upTo) {
       const top = stack.pop() as { e: TraceEvent; end: number; child: number };
@@ -266,7 +270,11 @@ async function trace(browser: Browser, page: Page): Promise<void> {
       const fn = top.e.args?.data?.functionName;
       const key = top.e.name === 'FunctionCall' && fn ? `FunctionCall ${fn}` : top.e.name;
       all.set(key, (all.get(key) ?? 0) + self);
-      if (top.e.ts < longEnd) inLong.set(key, (inLong.get(key) ?? 0) + self);
+      if (top.e.ts < longEnd) {
+        inLong.set(key, (inLong.get(key) ?? 0) + self);
+        const mine = perLong[perLong.length - 1];
+        if (mine !== undefined) mine.set(key, (mine.get(key) ?? 0) + self);
+      }
     }
   };
   for (const e of evs) {
@@ -276,6 +284,7 @@ async function trace(browser: Browser, page: Page): Promise<void> {
     if (stack.length === 0 && (e.dur ?? 0) > 50_000) {
       longEnd = e.ts + (e.dur ?? 0);
       longCount++;
+      perLong.push(new Map([['(total)', e.dur ?? 0]]));
     }
     stack.push({ e, end: e.ts + (e.dur ?? 0), child: 0 });
   }
@@ -295,11 +304,22 @@ async function trace(browser: Browser, page: Page): Promise<void> {
   );
   console.log(`trace (main thread self ms over 5 s):\n${top(all)}`);
   console.log(`  inside ${longCount} tasks over 50 ms:\n${top(inLong)}`);
+  for (const m of perLong.slice(0, 10)) {
+    const parts = [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 5)
+      .map(([k, v]) => `${k} ${(v / 1000).toFixed(0)}`);
+    console.log(`    task: ${parts.join(', ')}`);
+  }
 }
 
 async function main(): Promise<void> {
   if (!args['no-build'])
-    await build({ configFile: new URL('../vite.config.ts', import.meta.url).pathname, logLevel: 'warn' });
+    await build({
+      configFile: new URL('../vite.config.ts', import.meta.url).pathname,
+      logLevel: 'warn',
+      ...(args['no-minify'] ? { build: { minify: false } } : {}),
+    });
   const server = await startWebServer({
     service: service as unknown as Parameters<typeof startWebServer>[0]['service'],
     port: 0,
@@ -354,6 +374,8 @@ async function main(): Promise<void> {
     }
   })();
 
+  // --at N: profile/trace N seconds into the run instead of at once (does something build up?).
+  if (args.profile || args.trace) await new Promise((r) => setTimeout(r, Number(args.at) * 1000));
   if (args.profile) await profile(cdp);
   if (args.trace) await trace(browser, page);
   console.log('\n  t (s)  long tasks  total ms  max ms   fps   heap MiB');

@@ -48,22 +48,27 @@ export interface FleetTableProps {
 }
 
 /**
- * Rows rendered beyond the viewport on each side. A fast wheel never shows a blank band, and
- * rows just off screen stay findable (the e2e tests rely on it); scrolling re-renders every
- * rendered row, so this is not free.
+ * Rows rendered beyond the viewport on each side. At rest, generous: rows just off screen
+ * are in the DOM (findable, the e2e tests rely on it) and a wheel flick shows no blank band.
+ * While scrolling, every rendered row is re-rendered each frame (the window moves under
+ * them), so fewer: the frame is what must stay short.
  */
 const OVERSCAN = 12;
+const OVERSCAN_SCROLLING = 3;
 
 export function FleetTable(props: FleetTableProps) {
   const { view, activeIndex, onActiveIndex, onOpen } = props;
   const scrollRef = useRef<HTMLDivElement>(null);
   const count = view.workIds.length;
+  // The instance outlives renders, so its scrolling state is current here (it re-renders us when it flips).
+  const instance = useRef<{ isScrolling: boolean } | null>(null);
   const virtualizer = useVirtualizer({
     count,
     getScrollElement: () => scrollRef.current,
     estimateSize: () => ROW_HEIGHT,
-    overscan: OVERSCAN,
+    overscan: instance.current?.isScrolling === true ? OVERSCAN_SCROLLING : OVERSCAN,
   });
+  instance.current = virtualizer;
 
   useEffect(() => {
     if (activeIndex >= 0 && activeIndex < count) virtualizer.scrollToIndex(activeIndex, { align: 'auto' });
