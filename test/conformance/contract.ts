@@ -570,6 +570,8 @@ export function defineConformance(target: BackendTarget): void {
         expect(
           Math.abs(afterCheckpoint.expiresAt.getTime() - 7_000 - afterCheckpoint.checkpointedAt!.getTime()),
         ).toBeLessThanOrEqual(5);
+        // A checkpoint extends the lease, so it is a heartbeat too: renewedAt moves with it.
+        expect(afterCheckpoint.renewedAt).toEqual(afterCheckpoint.checkpointedAt);
 
         await b.release(r1);
         const afterRelease = await info(w);
@@ -598,6 +600,10 @@ export function defineConformance(target: BackendTarget): void {
           cleanHandoff: true,
           predecessorEnd: 'released',
           ended: null,
+          renewedAt: null,
+          releasedAt: null,
+          // The checkpoint (and when it was written) passes to the successor with its bytes.
+          checkpointedAt: afterCheckpoint.checkpointedAt,
         });
 
         const afterForce = await b.admin.forceRelease(w, {

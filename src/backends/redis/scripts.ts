@@ -143,9 +143,9 @@ export const acquire: ScriptDef = {
   lua: `${EMIT}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
 ${NOW}
-local tok, ver, size, pred, clean, fresh = '1', '1', '', 'none', '1', true
+local tok, ver, chk, size, pred, clean, fresh = '1', '1', '', '', 'none', '1', true
 if m then
-  local holder, t, exp, _, _, _, _, _, _, sz, _, _, ended, v = string.match(m, '${PATTERN}')
+  local holder, t, exp, _, _, _, _, ck, _, sz, _, _, ended, v = string.match(m, '${PATTERN}')
   if not t then
     tok = string.format('%d', m + 1)
   else
@@ -153,6 +153,7 @@ if m then
     fresh = false
     tok = string.format('%d', t + 1)
     ver = string.format('%d', v + 1)
+    chk = ck
     size = sz
     if ended == 'released' then pred = ended
     else
@@ -166,7 +167,7 @@ if fresh then
   redis.call('ZADD', KEYS[2], '0', ARGV[1])
   redis.call('ZADD', KEYS[3], exp, ARGV[1])
 end
-m = ARGV[2] .. '\\n' .. tok .. '\\n' .. exp .. '\\n' .. ARGV[3] .. '\\n' .. ARGV[4] .. '\\n' .. nows .. '\\n\\n\\n\\n' ..
+m = ARGV[2] .. '\\n' .. tok .. '\\n' .. exp .. '\\n' .. ARGV[3] .. '\\n' .. ARGV[4] .. '\\n' .. nows .. '\\n\\n' .. chk .. '\\n\\n' ..
   size .. '\\n' .. clean .. '\\n' .. pred .. '\\n\\n' .. ver
 redis.call('HSET', KEYS[1], ARGV[1], m)
 emit(KEYS[4], KEYS[5], 'acquired\\n' .. ARGV[1] .. '\\n' .. m)
@@ -198,7 +199,7 @@ export const checkpoint: ScriptDef = {
   lua: `${GUARD}
 ${EXTEND}
 redis.call('SET', KEYS[5], ARGV[4])
-m = ${pack({ ttl: 'ARGV[3]', chk: 'nows', size: "string.format('%d', #ARGV[4])" })}
+m = ${pack({ ttl: 'ARGV[3]', ren: 'nows', chk: 'nows', size: "string.format('%d', #ARGV[4])" })}
 redis.call('HSET', KEYS[1], ARGV[1], m)
 emit(KEYS[3], KEYS[4], 'checkpointed\\n' .. ARGV[1] .. '\\n' .. m)
 return exp`,
