@@ -17,7 +17,7 @@
  * - how far the table lags the feed (newest seq shown vs sent).
  *
  * Usage: npm run bench:ui -- [--leases 100000] [--rate 2000] [--seconds 60] [--long]  (--long = 5 minutes)
- *        [--profile] [--trace] [--at S] [--no-build] [--no-minify]  (--no-minify: readable names in --profile)
+ *        [--profile] [--trace [--trace-for S]] [--at S] [--no-build] [--no-minify]  (--no-minify: readable names in --profile)
  */
 import { parseArgs } from 'node:util';
 import type { Browser, CDPSession, Page } from 'playwright-core';
@@ -45,6 +45,7 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     trace: { type: 'boolean', default: false },
     at: { type: 'string', default: '0' },
+    'trace-for': { type: 'string', default: '5' },
     'no-minify': { type: 'boolean', default: false },
   },
 });
@@ -243,10 +244,19 @@ interface TraceEvent {
  * the rendering work into "(program)".
  */
 async function trace(browser: Browser, page: Page): Promise<void> {
-  await browser.startTracing(page, {
+  const secs = Number(args['trace-for']);
+  await startTrace(browser, page);
+  await new Promise((r) => setTimeout(r, secs * 1000));
+  await reportTrace(browser, `over ${secs} s`);
+}
+
+function startTrace(browser: Browser, page: Page): Promise<void> {
+  return browser.startTracing(page, {
     categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink', 'v8.execute'],
   });
-  await new Promise((r) => setTimeout(r, 5000));
+}
+
+async function reportTrace(browser: Browser, span: string): Promise<void> {
   const buf = await browser.stopTracing();
   const { traceEvents } = JSON.parse(buf.toString('utf8')) as { traceEvents: TraceEvent[] };
   const mains = new Set(
@@ -302,7 +312,7 @@ async function trace(browser: Browser, page: Page): Promise<void> {
   console.log(
     `trace: ${styles.length} style recalcs; elements p50 ${pct(elements, 0.5)} p90 ${pct(elements, 0.9)} max ${pct(elements, 1)}; ms p50 ${pct(styleMs, 0.5)} p90 ${pct(styleMs, 0.9)} max ${pct(styleMs, 1)}`,
   );
-  console.log(`trace (main thread self ms over 5 s):\n${top(all)}`);
+  console.log(`trace (main thread self ms ${span}):\n${top(all)}`);
   console.log(`  inside ${longCount} tasks over 50 ms:\n${top(inLong)}`);
   for (const m of perLong.slice(0, 10)) {
     const parts = [...m.entries()]
@@ -344,6 +354,9 @@ async function main(): Promise<void> {
 
   console.log(`worklease renderer bench: ${LEASES.toLocaleString()} leases, ${RATE} changes/s, ${SECONDS} s`);
   const t0 = Date.now();
+  // --trace --at 0 also traces the load: page start, snapshot pages, first render.
+  const traceLoad = args.trace && Number(args.at) === 0;
+  if (traceLoad) await startTrace(browser, page);
   await page.goto(server.url);
   await page
     .getByText(`${LEASES.toLocaleString('en-US')} leases`)
@@ -352,6 +365,7 @@ async function main(): Promise<void> {
   await page.getByRole('row', { name: /jobs\/000000/ }).waitFor({ timeout: 60_000 });
   const loadMs = Date.now() - t0;
   console.log(`snapshot shown after ${loadMs} ms (page load + snapshot fetch + parse + first render)`);
+  if (traceLoad) await reportTrace(browser, 'during load');
   const initial = (await page.evaluate('window.__bench')) as PageStats;
   console.log(
     `  during load: ${initial.longtasks.length} long tasks, max ${Math.max(0, ...initial.longtasks).toFixed(0)} ms, heap ${mb(await heap(cdp))} MiB`,
