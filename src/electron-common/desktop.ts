@@ -10,9 +10,9 @@
 
 import { defaultProfilesPath, ProfileStore, type SecretCodec } from '../console/profiles.ts';
 import { type ConsoleService, createConsoleService } from '../console/service.ts';
-import { type DemoFleetOptions, startDemoFleet } from '../demo/fleet.ts';
+import { startDemoConsole } from '../demo/console.ts';
+import type { DemoFleetOptions } from '../demo/fleet.ts';
 import { openBackend } from '../index.ts';
-import type { LeaseBackend, OpenOptions } from '../lease/types.ts';
 
 /** Backend of the embedded demo. */
 export const DEMO_URL = 'pglite://memory';
@@ -44,41 +44,21 @@ export async function startDesktopConsole(options: DesktopConsoleOptions): Promi
   }
 
   const backend = await openBackend(DEMO_URL, { migrate: true });
-  const fleet = startDemoFleet(backend, {
-    workers: 8,
-    items: 40,
-    ttlMs: 10_000,
-    tickMs: 1_000,
-    stuckForMs: DEMO_STUCK_AFTER_MS * 3,
-    ...options.demoFleet,
-  });
-  // The service must see the fleet's database (a second pglite://memory open is another, empty one),
-  // and must not close it: the fleet is still writing until it is stopped below.
-  const shared: LeaseBackend = new Proxy(backend, {
-    get: (target, key) => (key === 'close' ? async () => {} : Reflect.get(target, key)),
-  });
-  const service = createConsoleService({
+  const demo = startDemoConsole(backend, {
+    name: 'demo (embedded)',
+    url: DEMO_URL,
+    stuckAfterMs: DEMO_STUCK_AFTER_MS,
+    fleet: {
+      workers: 8,
+      items: 40,
+      ttlMs: 10_000,
+      tickMs: 1_000,
+      stuckForMs: DEMO_STUCK_AFTER_MS * 3,
+      ...options.demoFleet,
+    },
     profiles,
-    connections: [
-      {
-        name: 'demo (embedded)',
-        url: DEMO_URL,
-        environment: 'demo',
-        thresholds: { stuckAfterMs: DEMO_STUCK_AFTER_MS },
-      },
-    ],
-    openBackend: (url: string, open: OpenOptions) =>
-      url === DEMO_URL ? Promise.resolve(shared) : openBackend(url, open),
   });
-  return {
-    service,
-    mode: 'demo',
-    close: once(async () => {
-      await service.close().catch(() => {});
-      await fleet.stop();
-      await backend.close().catch(() => {});
-    }),
-  };
+  return { service: demo.service, mode: 'demo', close: demo.close };
 }
 
 function once(fn: () => Promise<void>): () => Promise<void> {

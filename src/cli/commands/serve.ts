@@ -9,9 +9,9 @@
 import { randomBytes } from 'node:crypto';
 import { parseBackendUrl, redactUrl } from '../../backends/url.ts';
 import { type ConnectionInput, createConsoleService } from '../../console/service.ts';
-import { startDemoFleet } from '../../demo/fleet.ts';
+import { startDemoConsole } from '../../demo/console.ts';
 import { InvalidArgumentError } from '../../lease/errors.ts';
-import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
+import type { OpenOptions } from '../../lease/types.ts';
 import { startWebServer } from '../../server/index.ts';
 import { type GlobalOptions, openCli, openOptions, out, resolveUrl, warn } from '../context.ts';
 
@@ -126,15 +126,20 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
   if (parseBackendUrl(url).kind === 'pglite')
     warn(`starting ${redactUrl(url)} (embedded Postgres; this takes a few seconds)`);
   const backend = await openCli(url, globals, true);
-  const fleet = startDemoFleet(backend, {
-    workers: options.workers,
-    items: options.items,
-    ttlMs: options.ttl,
-    tickMs: options.tick,
-    // Stuck workers stay stuck long enough for ops to find and force-release them, then give up.
-    stuckForMs: options.stuckAfter * 10,
-    onError: (err) => {
-      if (globals.debug) warn(`demo worker: ${err instanceof Error ? err.message : String(err)}`);
+  const demo = startDemoConsole(backend, {
+    name: `demo (${connectionName(url)})`,
+    url,
+    stuckAfterMs: options.stuckAfter,
+    fleet: {
+      workers: options.workers,
+      items: options.items,
+      ttlMs: options.ttl,
+      tickMs: options.tick,
+      // Stuck workers stay stuck long enough for ops to find and force-release them, then give up.
+      stuckForMs: options.stuckAfter * 10,
+      onError: (err) => {
+        if (globals.debug) warn(`demo worker: ${err instanceof Error ? err.message : String(err)}`);
+      },
     },
   });
   try {
@@ -145,36 +150,21 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
       await untilSignal();
       return;
     }
-    // The console shares the fleet's backend: with pglite://memory a second open would be another database.
-    const shared: LeaseBackend = new Proxy(backend, {
-      get: (target, key) => (key === 'close' ? async () => {} : Reflect.get(target, key)),
-    });
-    const service = createConsoleService({
-      connections: [
-        {
-          name: `demo (${connectionName(url)})`.slice(0, 100),
-          url,
-          environment: 'demo',
-          thresholds: { stuckAfterMs: options.stuckAfter },
-        },
-      ],
-      openBackend: async () => shared,
+    const server = await startWebServer({
+      service: demo.service,
+      host: options.host,
+      port: options.port,
+      token,
     });
     try {
-      const server = await startWebServer({ service, host: options.host, port: options.port, token });
-      try {
-        await out(
-          `demo fleet: ${options.workers} workers on ${backend.url}\nopen: ${server.url}\nCtrl-C to stop`,
-        );
-        await untilSignal();
-      } finally {
-        await server.close().catch(() => {});
-      }
+      await out(
+        `demo fleet: ${options.workers} workers on ${backend.url}\nopen: ${server.url}\nCtrl-C to stop`,
+      );
+      await untilSignal();
     } finally {
-      await service.close().catch(() => {});
+      await server.close().catch(() => {});
     }
   } finally {
-    await fleet.stop();
-    await backend.close().catch(() => {});
+    await demo.close();
   }
 }
