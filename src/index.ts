@@ -1,23 +1,15 @@
 /**
  * worklease — the package entry. Everything public is exported from here.
  */
+
+import { resolveOptions } from './backends/common.ts';
 import { parseBackendUrl } from './backends/url.ts';
 import type { LeaseBackend, OpenOptions } from './lease/types.ts';
-import { checkOptions } from './lease/validate.ts';
 
 export { parseBackendUrl, redactUrl } from './backends/url.ts';
 export * from './lease/errors.ts';
 export type * from './lease/types.ts';
 export { DEFAULT_MAX_STATE_BYTES, MAX_ID_LENGTH, MAX_TTL_MS } from './lease/validate.ts';
-
-const OPEN_OPTIONS = [
-  'migrate',
-  'schema',
-  'keyPrefix',
-  'maxStateBytes',
-  'poolSize',
-  'callTimeoutMs',
-] as const;
 
 /**
  * Opens a lease backend by URL:
@@ -30,7 +22,8 @@ const OPEN_OPTIONS = [
  */
 export async function openBackend(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
   const { kind } = parseBackendUrl(url);
-  checkOptions<OpenOptions>('options', options, OPEN_OPTIONS);
+  // Every option is checked here, before a backend module is even loaded.
+  resolveOptions(options);
   switch (kind) {
     case 'postgres': {
       const { openPostgres } = await import('./backends/postgres/index.ts');

@@ -4,8 +4,8 @@
  * status (see errors.ts).
  */
 
-import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
+import { packageVersion } from '../version.ts';
 import { lsCommand } from './commands/ls.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { releaseCommand } from './commands/release.ts';
@@ -223,15 +223,4 @@ export function buildProgram(): Command {
   // Settings given to `program` above are copied to each subcommand when it is created.
   for (const cmd of program.commands) cmd.showHelpAfterError(false);
   return program;
-}
-
-function packageVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      version?: unknown;
-    };
-    return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
 }

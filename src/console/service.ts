@@ -11,7 +11,6 @@
  * database by someone who only wanted to look.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { parseBackendUrl, redactUrl } from '../backends/url.ts';
 import { openBackend as defaultOpenBackend } from '../index.ts';
@@ -26,6 +25,7 @@ import {
   WorkleaseError,
 } from '../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../lease/types.ts';
+import { packageVersion } from '../version.ts';
 import {
   type ConnectionInfo,
   type ConnectionState,
@@ -102,17 +102,6 @@ function defaultOperator(): string {
     return userInfo().username || 'operator';
   } catch {
     return process.env.USER ?? process.env.USERNAME ?? 'operator';
-  }
-}
-
-function packageVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      version?: unknown;
-    };
-    return typeof pkg.version === 'string' ? pkg.version : '0.0.0';
-  } catch {
-    return '0.0.0';
   }
 }
 
