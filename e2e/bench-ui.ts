@@ -272,6 +272,7 @@ async function reportTrace(browser: Browser, span: string): Promise<void> {
   const stack: { e: TraceEvent; end: number; child: number }[] = [];
   let longEnd = -1;
   let longCount = 0;
+  let topLevel = 0;
   const perLong: Map<string, number>[] = [];
   const close = (upTo: number) => {
     while (stack.length > 0 && (stack[stack.length - 1] as { end: number }).end <= upTo) {
@@ -291,6 +292,7 @@ async function reportTrace(browser: Browser, span: string): Promise<void> {
     close(e.ts);
     const parent = stack[stack.length - 1];
     if (parent !== undefined) parent.child += e.dur ?? 0;
+    if (stack.length === 0) topLevel += e.dur ?? 0;
     if (stack.length === 0 && (e.dur ?? 0) > 50_000) {
       longEnd = e.ts + (e.dur ?? 0);
       longCount++;
@@ -313,6 +315,12 @@ async function reportTrace(browser: Browser, span: string): Promise<void> {
     `trace: ${styles.length} style recalcs; elements p50 ${pct(elements, 0.5)} p90 ${pct(elements, 0.9)} max ${pct(elements, 1)}; ms p50 ${pct(styleMs, 0.5)} p90 ${pct(styleMs, 0.9)} max ${pct(styleMs, 1)}`,
   );
   console.log(`trace (main thread self ms ${span}):\n${top(all)}`);
+  const sumBy = (pred: (k: string) => boolean) =>
+    ([...all.entries()].filter(([k]) => pred(k)).reduce((a, [, v]) => a + v, 0) / 1000).toFixed(0);
+  const busy = topLevel / 1000;
+  console.log(
+    `  main thread busy ${busy.toFixed(0)} ms; major GC ${sumBy((k) => k.startsWith('V8.GC_MC') || k.startsWith('V8.GC_MARK_COMPACTOR'))} ms; minor GC ${sumBy((k) => k.startsWith('V8.GC_SCAVENGER') || k === 'MinorGC')} ms`,
+  );
   console.log(`  inside ${longCount} tasks over 50 ms:\n${top(inLong)}`);
   for (const m of perLong.slice(0, 10)) {
     const parts = [...m.entries()]

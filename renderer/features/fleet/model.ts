@@ -319,16 +319,48 @@ export function* viewJob(
   filter: FleetFilter,
   sort: Sort,
   localNow: number,
+  /**
+   * The previous view, when the caller knows its order still holds (same rows, filters
+   * and a sort that neither time nor values move): only the counts are recomputed, and
+   * no 100 000-element arrays are allocated (they would be old-generation garbage
+   * every second, and major GC pauses are long tasks).
+   */
+  keep: FleetView | null = null,
 ): Generator<void, FleetView> {
   const counts = emptyCounts();
-  const connIds: string[] = [];
-  const workIds: string[] = [];
-  const picked: LeaseRow[] = [];
-  const statuses: LeaseStatus[] = [];
   const search = filter.search.trim().toLowerCase();
   const holder = filter.holder.trim();
   const prefix = filter.workIdPrefix.trim();
   const statusFilter = filter.statuses.size > 0 ? filter.statuses : null;
+  if (keep !== null) {
+    let total = 0;
+    for (const src of sources) {
+      const now = localNow + src.clockOffsetMs;
+      const { thresholds } = src;
+      total += src.data.rows.size;
+      let i = 0;
+      // Map iteration stays well-defined when events change the Map between slices.
+      for (const row of src.data.rows.values()) {
+        if ((++i & (PASS_STEP - 1)) === 0) yield;
+        const id = row.workId;
+        if (prefix !== '' && !id.startsWith(prefix)) continue;
+        if (holder !== '' && !row.holderId.startsWith(holder)) continue;
+        if (
+          search !== '' &&
+          !id.toLowerCase().includes(search) &&
+          !row.holderId.toLowerCase().includes(search)
+        ) {
+          continue;
+        }
+        counts[leaseStatus(row, now, thresholds)]++;
+      }
+    }
+    return { connIds: keep.connIds, workIds: keep.workIds, counts, total };
+  }
+  const connIds: string[] = [];
+  const workIds: string[] = [];
+  const picked: LeaseRow[] = [];
+  const statuses: LeaseStatus[] = [];
   let total = 0;
   const lists = sources.map((src) => src.data.sortedIds.slice());
   yield;
@@ -405,6 +437,11 @@ export function* viewJob(
     w[k] = workIds[from] as string;
   }
   return { connIds: c, workIds: w, counts, total };
+}
+
+/** Whether a view's order depends only on membership, filters and sort (not on time or row values). */
+export function orderIsStatic(filter: FleetFilter, sort: Sort): boolean {
+  return filter.statuses.size === 0 && (sort.key === 'workId' || sort.key === 'connection');
 }
 
 /** {@link viewJob} run to completion at once. */
