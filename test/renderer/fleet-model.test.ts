@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import {
+  computeView,
+  EMPTY_FILTER,
+  type FleetSource,
+  fromSnapshot,
+  SnapshotBuilder,
+  viewJob,
+} from '../../renderer/features/fleet/model.ts';
+import { drain, sortIndices } from '../../renderer/lib/slices.ts';
+import { DEFAULT_THRESHOLDS, type LeaseRow } from '../../src/console/api.ts';
+
+const NOW = 1_764_450_000_000;
+
+function row(i: number, expiresIn: number): LeaseRow {
+  return {
+    workId: `jobs/${String(i).padStart(5, '0')}`,
+    holderId: `worker-${i % 7}`,
+    fencingToken: String(1 + (i % 3)),
+    expiresAt: NOW + expiresIn,
+    ttlMs: 60_000,
+    stepId: null,
+    acquiredAt: NOW - 1000,
+    renewedAt: NOW - 1000,
+    checkpointedAt: NOW - 1000,
+    releasedAt: null,
+    checkpointSize: i,
+    cleanHandoff: true,
+    predecessorEnd: 'none',
+    ended: null,
+    version: '1',
+  };
+}
+
+function source(rows: LeaseRow[]): FleetSource {
+  return {
+    connectionId: 'c',
+    data: fromSnapshot({ connectionId: 'c', rows, seq: 0, serverTime: NOW }),
+    thresholds: DEFAULT_THRESHOLDS,
+    clockOffsetMs: 0,
+  };
+}
+
+describe('renderer fleet model', () => {
+  it('sorts in slices exactly like a stable native sort, both directions', () => {
+    const keys = Array.from({ length: 10_000 }, (_, i) => (i * 7919) % 97);
+    const cmp = (i: number, j: number) => (keys[i] as number) - (keys[j] as number);
+    const want = keys.map((_, i) => i).sort(cmp);
+    expect([...drain(sortIndices(keys.length, cmp))]).toEqual(want);
+    const wantDesc = keys.map((_, i) => i).sort((i, j) => cmp(j, i));
+    expect([...drain(sortIndices(keys.length, (i, j) => cmp(j, i)))]).toEqual(wantDesc);
+  });
+
+  it('sorts by the stored expiry with ties in work-id order, and counts by status', () => {
+    const rows = Array.from({ length: 5000 }, (_, i) =>
+      row(4999 - i, i % 10 === 0 ? -5000 : ((i * 31) % 50) * 1000 + 1000),
+    );
+    const view = computeView([source(rows)], EMPTY_FILTER, { key: 'expiresAt', dir: 'asc' }, NOW);
+    const byId = new Map(rows.map((r) => [r.workId, r]));
+    const shown = view.workIds.map((id) => byId.get(id) as LeaseRow);
+    for (let i = 1; i < shown.length; i++) {
+      const a = shown[i - 1] as LeaseRow;
+      const b = shown[i] as LeaseRow;
+      expect(a.expiresAt < b.expiresAt || (a.expiresAt === b.expiresAt && a.workId < b.workId)).toBe(true);
+    }
+    expect(view.counts.expired).toBe(500);
+    expect(view.total).toBe(5000);
+  });
+
+  it('recounts without rebuilding the order when asked to keep it', () => {
+    const src = source(Array.from({ length: 3000 }, (_, i) => row(i, 30_000)));
+    const first = computeView([src], EMPTY_FILTER, { key: 'workId', dir: 'asc' }, NOW);
+    const later = drain(viewJob([src], EMPTY_FILTER, { key: 'workId', dir: 'asc' }, NOW + 31_000, first));
+    expect(later.workIds).toBe(first.workIds);
+    expect(later.counts.expired).toBe(3000);
+    expect(computeView([src], EMPTY_FILTER, { key: 'workId', dir: 'asc' }, NOW + 31_000).counts).toEqual(
+      later.counts,
+    );
+  });
+
+  it('builds the same model from pages as from one snapshot, sorting only if pages were out of order', () => {
+    const rows = Array.from({ length: 100 }, (_, i) => row(i, 1000));
+    const whole = fromSnapshot({ connectionId: 'c', rows, seq: 3, serverTime: NOW });
+    const b = new SnapshotBuilder({ connectionId: 'c', seq: 3, serverTime: NOW });
+    b.add(rows.slice(50));
+    b.add(rows.slice(0, 50));
+    const paged = b.finish();
+    expect(paged.sortedIds).toEqual(whole.sortedIds);
+    expect(paged.rows.size).toBe(100);
+    expect(paged.seq).toBe(3);
+  });
+});
