@@ -9,12 +9,12 @@
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, types } from '@electric-sql/pglite';
 import { InvalidArgumentError } from '../../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
-import { createBackend, resolveOptions } from '../common.ts';
-import type { Row, SqlClient, SqlQuery, Statement } from '../sql/client.ts';
-import { SqlLeaseDriver } from '../sql/driver.ts';
+import { createBackend, type LeaseDriver, resolveOptions } from '../common.ts';
+import type { Row, SqlClient, SqlQuery, Statement, TextRow } from '../sql/client.ts';
+import { openSqlDriver } from '../sql/driver.ts';
 import { classifySqlError } from '../sql/errors.ts';
 import { checkSchema, migrateSchema } from '../sql/migrations.ts';
 import { parseBackendUrl } from '../url.ts';
@@ -42,14 +42,26 @@ export function pgliteLocation(url: string): { dataDir: string | null } {
   return { dataDir: path.normalize(dir) };
 }
 
+const keepText = (text: string): string => text;
+
 class PgliteClient implements SqlClient {
   readonly #db: PGlite;
   readonly #url: string;
   #tail: Promise<unknown> = Promise.resolve();
+  /**
+   * For queryText: every type PGlite would parse maps to the identity (a type it
+   * has no parser for already stays text). Its own parsers are the built-in ones
+   * plus those it registered for this database's types.
+   */
+  readonly #textParsers: Record<number, (text: string) => string>;
 
   constructor(db: PGlite, url: string) {
     this.#db = db;
     this.#url = url;
+    this.#textParsers = {};
+    for (const oid of [...Object.keys(types.parsers), ...Object.keys(db.parsers)]) {
+      this.#textParsers[Number(oid)] = keepText;
+    }
   }
 
   /** Runs `task` after every task queued before it, whatever their outcome. */
@@ -75,6 +87,20 @@ class PgliteClient implements SqlClient {
 
   query(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
     return this.#serial(() => this.#run(statement, params));
+  }
+
+  queryText(statement: Statement, params: readonly unknown[]): Promise<TextRow[]> {
+    return this.#serial(async () => {
+      try {
+        const result = await this.#db.query<TextRow>(statement.text, params as unknown[], {
+          rowMode: 'array',
+          parsers: this.#textParsers,
+        });
+        return result.rows;
+      } catch (err) {
+        throw classifySqlError(err, 'query', this.#url);
+      }
+    });
   }
 
   transaction<T>(fn: (tx: SqlQuery) => Promise<T>): Promise<T> {
@@ -113,12 +139,14 @@ export async function openPglite(url: string, options: OpenOptions = {}): Promis
     throw classifySqlError(err, 'opening PGlite', redacted);
   }
   const client = new PgliteClient(db, redacted);
+  let driver: LeaseDriver;
   try {
     if (o.migrate) await migrateSchema(client, o.schema, redacted);
     else await checkSchema(client, o.schema, redacted);
+    driver = await openSqlDriver('pglite', redacted, client, o.schema);
   } catch (err) {
     await client.close().catch(() => {});
     throw err;
   }
-  return createBackend(new SqlLeaseDriver('pglite', redacted, client, o.schema), o.maxStateBytes);
+  return createBackend(driver, o.maxStateBytes);
 }

@@ -11,9 +11,9 @@
 import pg from 'pg';
 import { BackendUnavailableError, InvalidArgumentError } from '../../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
-import { createBackend, resolveOptions } from '../common.ts';
-import type { Row, SqlClient, SqlQuery, Statement } from '../sql/client.ts';
-import { SqlLeaseDriver } from '../sql/driver.ts';
+import { createBackend, type LeaseDriver, resolveOptions } from '../common.ts';
+import type { Row, SqlClient, SqlQuery, Statement, TextRow } from '../sql/client.ts';
+import { openSqlDriver } from '../sql/driver.ts';
 import { classifySqlError, isConnectionError } from '../sql/errors.ts';
 import { checkSchema, migrateSchema } from '../sql/migrations.ts';
 import { parseBackendUrl } from '../url.ts';
@@ -30,6 +30,13 @@ class BrokenOrFinal {
     readonly broken: boolean,
   ) {}
 }
+
+/**
+ * Type parsers for {@link SqlClient.queryText}: every column stays the server's
+ * text. Passed per query, so `pg`'s global parsers (and other users of `pg` in the
+ * same process) are untouched.
+ */
+const TEXT_TYPES: pg.CustomTypesConfig = { getTypeParser: () => (text: string) => text };
 
 class PgClient implements SqlClient {
   readonly #pool: pg.Pool;
@@ -60,10 +67,13 @@ class PgClient implements SqlClient {
     statement: Statement,
     params: readonly unknown[],
     ms: number,
-  ): Promise<Row[]> {
+    asText = false,
+  ): Promise<unknown[]> {
     const config: pg.QueryConfig = { text: statement.text, values: params as unknown[] };
     if (statement.name !== undefined) config.name = statement.name;
-    const running = client.query(config);
+    const running = asText
+      ? client.query({ ...config, rowMode: 'array', types: TEXT_TYPES })
+      : client.query(config);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
@@ -72,7 +82,7 @@ class PgClient implements SqlClient {
     });
     try {
       const result = await Promise.race([running, timeout]);
-      return result.rows as Row[];
+      return result.rows;
     } catch (err) {
       running.catch(() => {});
       throw new BrokenOrFinal(err, err instanceof BackendUnavailableError || isConnectionError(err));
@@ -81,7 +91,16 @@ class PgClient implements SqlClient {
     }
   }
 
-  async query(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
+  query(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
+    return this.#checkedOut(statement, params, false) as Promise<Row[]>;
+  }
+
+  queryText(statement: Statement, params: readonly unknown[]): Promise<TextRow[]> {
+    return this.#checkedOut(statement, params, true) as Promise<TextRow[]>;
+  }
+
+  /** One statement on a client checked out for it alone. */
+  async #checkedOut(statement: Statement, params: readonly unknown[], asText: boolean): Promise<unknown[]> {
     const deadline = Date.now() + this.#timeoutMs;
     const client = await this.#connect();
     const remaining = deadline - Date.now();
@@ -92,7 +111,7 @@ class PgClient implements SqlClient {
       );
     }
     try {
-      const rows = await this.#run(client, statement, params, remaining);
+      const rows = await this.#run(client, statement, params, remaining, asText);
       client.release();
       return rows;
     } catch (err) {
@@ -107,7 +126,7 @@ class PgClient implements SqlClient {
     const tx: SqlQuery = {
       query: async (statement, params) => {
         try {
-          return await this.#run(client, statement, params, this.#timeoutMs);
+          return (await this.#run(client, statement, params, this.#timeoutMs)) as Row[];
         } catch (err) {
           throw classifySqlError((err as BrokenOrFinal).error, 'query', this.#url);
         }
@@ -166,12 +185,14 @@ export async function openPostgres(url: string, options: OpenOptions = {}): Prom
     client.on('error', () => {});
   });
   const client = new PgClient(pool, o.callTimeoutMs, redacted);
+  let driver: LeaseDriver;
   try {
     if (o.migrate) await migrateSchema(client, o.schema, redacted);
     else await checkSchema(client, o.schema, redacted);
+    driver = await openSqlDriver('postgres', redacted, client, o.schema);
   } catch (err) {
     await pool.end().catch(() => {});
     throw err;
   }
-  return createBackend(new SqlLeaseDriver('postgres', redacted, client, o.schema), o.maxStateBytes);
+  return createBackend(driver, o.maxStateBytes);
 }

@@ -7,6 +7,13 @@
 /** One result row, keyed by column name. Values are whatever the client parsed (see rows.ts). */
 export type Row = Record<string, unknown>;
 
+/**
+ * One result row as the server's text output, in select-list order (NULL stays
+ * null). No client-side type parsing happens: the driver decodes the columns it
+ * asked for itself (see rows.ts).
+ */
+export type TextRow = readonly (string | null)[];
+
 /** A statement: its text and, for hot calls, a name under which a client may keep it prepared. */
 export interface Statement {
   /** Name of a server-side prepared statement, unique per statement text within one backend. */
@@ -20,6 +27,13 @@ export interface SqlQuery {
 }
 
 export interface SqlClient extends SqlQuery {
+  /**
+   * Like {@link SqlQuery.query}, but rows come back as {@link TextRow}s. For the
+   * big reads of the console (list, changes: up to 10 000 rows a call), where the
+   * client's generic type parsers dominated the cost: `pg` parses every
+   * timestamptz text with a regex into a Date, and builds one keyed object a row.
+   */
+  queryText(statement: Statement, params: readonly unknown[]): Promise<TextRow[]>;
   /**
    * Runs `fn` inside one transaction on one connection (BEGIN … COMMIT, ROLLBACK on error).
    * Used by the migration runner only; lease calls are single statements.

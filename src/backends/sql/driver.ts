@@ -23,20 +23,51 @@ import type {
   StatePage,
 } from '../../lease/types.ts';
 import type { DriverListOptions, LeaseDriver } from '../common.ts';
-import type { Row, SqlClient } from './client.ts';
+import type { Row, SqlClient, TextRow } from './client.ts';
 import {
   decodeChangeCursor,
   decodeListCursor,
   encodeChangeCursor,
   encodeListCursor,
+  leaseInfoFromText,
   prefixUpperBound,
   toAuditEntry,
   toBigInt,
   toBytes,
   toDate,
-  toLeaseInfo,
 } from './rows.ts';
-import { buildStatements, type Statements } from './statements.ts';
+import { buildStatements, INFO_COLUMNS, type Statements } from './statements.ts';
+
+/** Positions in the text rows of `changes` (see statements.ts): the LeaseInfo columns follow these. */
+const CHANGE_SNAP_XMIN = 0;
+const CHANGE_XID = 1;
+const CHANGE_KIND = 2;
+const CHANGE_INFO = 3;
+/** Positions in the text row of `forceRelease`. */
+const FORCED_STORED_TOKEN = 0;
+const FORCED_STORED_HOLDER = 1;
+const FORCED_STORED_ENDED = 2;
+const FORCED_INFO = 4;
+
+/**
+ * Builds the driver for an open, migrated client. Asks the server's version
+ * first (one round trip): the statements depend on it (see `epochMs` in
+ * statements.ts).
+ */
+export async function openSqlDriver(
+  kind: BackendKind,
+  url: string,
+  client: SqlClient,
+  schema: string,
+): Promise<SqlLeaseDriver> {
+  const [row] = await client.query(
+    { text: "SELECT current_setting('server_version_num')::int AS server_version_num" },
+    [],
+  );
+  const version = Number(row?.server_version_num);
+  if (!Number.isInteger(version)) throw new InternalError('the server did not report its version');
+  return new SqlLeaseDriver(kind, url, client, schema, version);
+}
 
 export class SqlLeaseDriver implements LeaseDriver {
   readonly kind: BackendKind;
@@ -44,11 +75,11 @@ export class SqlLeaseDriver implements LeaseDriver {
   readonly #client: SqlClient;
   readonly #sql: Statements;
 
-  constructor(kind: BackendKind, url: string, client: SqlClient, schema: string) {
+  constructor(kind: BackendKind, url: string, client: SqlClient, schema: string, serverVersionNum: number) {
     this.kind = kind;
     this.url = url;
     this.#client = client;
-    this.#sql = buildStatements(schema);
+    this.#sql = buildStatements(schema, { serverVersionNum });
   }
 
   async acquire(
@@ -144,8 +175,8 @@ export class SqlLeaseDriver implements LeaseDriver {
   }
 
   async get(workId: string): Promise<LeaseInfo | null> {
-    const rows = await this.#client.query(this.#sql.get, [workId]);
-    return rows[0] === undefined ? null : toLeaseInfo(rows[0]);
+    const rows = await this.#client.queryText(this.#sql.get, [workId]);
+    return rows[0] === undefined ? null : leaseInfoFromText(rows[0], 0);
   }
 
   async list(options: DriverListOptions): Promise<LeasePage> {
@@ -159,8 +190,10 @@ export class SqlLeaseDriver implements LeaseDriver {
       below: prefix === undefined ? undefined : prefixUpperBound(prefix),
       holder: options.holderId,
     });
-    const rows = await this.#client.query({ text }, params);
-    const items = rows.slice(0, options.limit).map(toLeaseInfo);
+    const rows = await this.#client.queryText({ text }, params);
+    const n = Math.min(rows.length, options.limit);
+    const items: LeaseInfo[] = new Array(n);
+    for (let i = 0; i < n; i++) items[i] = leaseInfoFromText(rows[i]!, 0);
     const last = items.at(-1);
     return {
       items,
@@ -174,15 +207,21 @@ export class SqlLeaseDriver implements LeaseDriver {
     operator: string,
     reason: string,
   ): Promise<LeaseInfo> {
-    const rows = await this.#client.query(this.#sql.forceRelease, [workId, expectedToken, operator, reason]);
+    const rows = await this.#client.queryText(this.#sql.forceRelease, [
+      workId,
+      expectedToken,
+      operator,
+      reason,
+    ]);
     const row = rows[0];
     if (row === undefined) {
       throw new NotFoundError(`work item '${workId}' has no lease to force-release`, { details: { workId } });
     }
-    if (row.work_id === null || row.work_id === undefined) {
-      const storedToken = toBigInt(row.stored_token, 'stored_token');
-      const holder = String(row.stored_holder_id);
-      const ended = row.stored_ended === null ? null : String(row.stored_ended);
+    if (row[FORCED_INFO] === null) {
+      // The LEFT JOIN found no updated row: refused.
+      const storedToken = toBigInt(row[FORCED_STORED_TOKEN], 'stored_token');
+      const holder = String(row[FORCED_STORED_HOLDER]);
+      const ended = row[FORCED_STORED_ENDED] ?? null;
       const why =
         storedToken !== expectedToken
           ? `its fencing token is now ${storedToken}, not ${expectedToken} (it changed hands)`
@@ -191,7 +230,7 @@ export class SqlLeaseDriver implements LeaseDriver {
         details: { workId, expectedToken, storedToken, holderId: holder, ended },
       });
     }
-    return toLeaseInfo(row);
+    return leaseInfoFromText(row, FORCED_INFO);
   }
 
   async readState(workId: string, offset: number, length: number): Promise<StatePage | null> {
@@ -243,7 +282,7 @@ export class SqlLeaseDriver implements LeaseDriver {
    */
   async changes(cursor: string, limit: number): Promise<ChangeBatch> {
     const c = decodeChangeCursor(cursor);
-    const rows = await this.#client.query(this.#sql.changes, [
+    const rows = await this.#client.queryText(this.#sql.changes, [
       c.from.toString(),
       (c.page?.afterXid ?? 0n).toString(),
       c.page?.afterWorkId ?? '',
@@ -251,8 +290,9 @@ export class SqlLeaseDriver implements LeaseDriver {
     ]);
     const first = rows[0];
     if (first === undefined) throw new InternalError('change query returned no row');
-    const snapXmin = toBigInt(first.snap_xmin, 'snap_xmin');
-    const found = rows.filter((r) => r.change_xid !== null && r.change_xid !== undefined);
+    const snapXmin = toBigInt(first[CHANGE_SNAP_XMIN], 'snap_xmin');
+    // The left join's row without a change has NULLs after snap_xmin.
+    const found = rows.filter((r) => r[CHANGE_XID] !== null);
     const page = found.slice(0, limit);
     const changes = page.map(toChange);
     const scanXmin = c.page?.scanXmin ?? snapXmin;
@@ -263,8 +303,8 @@ export class SqlLeaseDriver implements LeaseDriver {
             from: c.from,
             page: {
               scanXmin,
-              afterXid: toBigInt(last.change_xid, 'change_xid'),
-              afterWorkId: String(last.work_id),
+              afterXid: toBigInt(last[CHANGE_XID], 'change_xid'),
+              afterWorkId: String(last[CHANGE_INFO]),
             },
           })
         : encodeChangeCursor({ from: scanXmin, page: null });
@@ -276,11 +316,20 @@ export class SqlLeaseDriver implements LeaseDriver {
   }
 }
 
-function toChange(row: Row): LeaseChange {
-  const kind = String(row.kind) as LeaseChange['kind'];
-  const fencingToken = toBigInt(row.token, 'token');
-  const version = toBigInt(row.version, 'version');
-  const workId = String(row.work_id);
-  if (kind === 'pruned') return { workId, kind, lease: null, fencingToken, version };
-  return { workId, kind, lease: toLeaseInfo(row), fencingToken, version };
+function toChange(row: TextRow): LeaseChange {
+  const kind = String(row[CHANGE_KIND]) as LeaseChange['kind'];
+  if (kind === 'pruned') {
+    // A tombstone: only its identity, token and version mean anything.
+    const token = CHANGE_INFO + INFO_COLUMNS.indexOf('token');
+    const version = CHANGE_INFO + INFO_COLUMNS.indexOf('version');
+    return {
+      workId: String(row[CHANGE_INFO]),
+      kind,
+      lease: null,
+      fencingToken: toBigInt(row[token], 'token'),
+      version: toBigInt(row[version], 'version'),
+    };
+  }
+  const lease = leaseInfoFromText(row, CHANGE_INFO);
+  return { workId: lease.workId, kind, lease, fencingToken: lease.fencingToken, version: lease.version };
 }

@@ -1,13 +1,14 @@
 /**
  * Turning result rows into contract types, and the opaque cursors of `list` and
- * `changes`. `pg` returns int8 and xid8 as strings, PGlite returns int8 as a
- * number (or a bigint when it does not fit), so every integer goes through
- * {@link toBigInt}. Nothing here does I/O.
+ * `changes`. In parsed rows `pg` returns int8 and xid8 as strings, PGlite
+ * returns int8 as a number (or a bigint when it does not fit), so every integer
+ * goes through {@link toBigInt}; text rows (LeaseInfo) are the same on both.
+ * Nothing here does I/O.
  */
 import { InternalError, InvalidArgumentError } from '../../lease/errors.ts';
 import type { AuditEntry, LeaseEnd, LeaseInfo, PredecessorEnd } from '../../lease/types.ts';
 import { MAX_ID_LENGTH } from '../../lease/validate.ts';
-import type { Row } from './client.ts';
+import type { Row, TextRow } from './client.ts';
 
 export function toBigInt(value: unknown, column: string): bigint {
   if (typeof value === 'bigint') return value;
@@ -19,10 +20,6 @@ export function toBigInt(value: unknown, column: string): bigint {
 export function toDate(value: unknown, column: string): Date {
   if (value instanceof Date) return value;
   throw new InternalError(`unexpected value in column ${column}: ${typeof value}`);
-}
-
-export function toDateOrNull(value: unknown, column: string): Date | null {
-  return value === null || value === undefined ? null : toDate(value, column);
 }
 
 function toText(value: unknown, column: string): string {
@@ -41,23 +38,51 @@ export function toBytes(value: unknown): Uint8Array | null {
   throw new InternalError(`unexpected bytea value: ${typeof value}`);
 }
 
-export function toLeaseInfo(row: Row): LeaseInfo {
+function required(value: string | null | undefined, column: string): string {
+  if (typeof value === 'string') return value;
+  throw new InternalError(`unexpected ${value === null ? 'NULL' : 'missing value'} in column ${column}`);
+}
+
+/** A nullable column; undefined means the row is shorter than the statement promised. */
+function optional(value: string | null | undefined, column: string): string | null {
+  return value === null ? null : required(value, column);
+}
+
+/** A timestamp selected as epoch milliseconds (see `epochMs` in statements.ts). */
+function epochDate(value: string | null | undefined, column: string): Date {
+  const ms = Number(required(value, column));
+  if (!Number.isSafeInteger(ms)) throw new InternalError(`unexpected value in column ${column}: ${value}`);
+  return new Date(ms);
+}
+
+function epochDateOrNull(value: string | null | undefined, column: string): Date | null {
+  return optional(value, column) === null ? null : epochDate(value, column);
+}
+
+/**
+ * The LeaseInfo in `r` from position `at` on: the INFO_COLUMNS of statements.ts,
+ * in that order, as text (timestamps as epoch milliseconds). Every statement that
+ * returns a LeaseInfo (get, list, changes, forceRelease) selects the same columns
+ * and comes through here, so they all agree to the millisecond.
+ */
+export function leaseInfoFromText(r: TextRow, at: number): LeaseInfo {
+  const size = optional(r[at + 10], 'state_size');
   return {
-    workId: toText(row.work_id, 'work_id'),
-    holderId: toText(row.holder_id, 'holder_id'),
-    fencingToken: toBigInt(row.token, 'token'),
-    expiresAt: toDate(row.expires_at, 'expires_at'),
-    ttlMs: Number(row.ttl_ms),
-    stepId: row.step_id === null || row.step_id === undefined ? null : toText(row.step_id, 'step_id'),
-    acquiredAt: toDate(row.acquired_at, 'acquired_at'),
-    renewedAt: toDateOrNull(row.renewed_at, 'renewed_at'),
-    checkpointedAt: toDateOrNull(row.checkpointed_at, 'checkpointed_at'),
-    releasedAt: toDateOrNull(row.released_at, 'released_at'),
-    checkpointSize: row.state_size === null || row.state_size === undefined ? null : Number(row.state_size),
-    cleanHandoff: row.clean_handoff === true,
-    predecessorEnd: toText(row.predecessor_end, 'predecessor_end') as PredecessorEnd,
-    ended: row.ended === null || row.ended === undefined ? null : (toText(row.ended, 'ended') as LeaseEnd),
-    version: toBigInt(row.version, 'version'),
+    workId: required(r[at], 'work_id'),
+    holderId: required(r[at + 1], 'holder_id'),
+    fencingToken: BigInt(required(r[at + 2], 'token')),
+    expiresAt: epochDate(r[at + 3], 'expires_at'),
+    ttlMs: Number(required(r[at + 4], 'ttl_ms')),
+    stepId: optional(r[at + 5], 'step_id'),
+    acquiredAt: epochDate(r[at + 6], 'acquired_at'),
+    renewedAt: epochDateOrNull(r[at + 7], 'renewed_at'),
+    checkpointedAt: epochDateOrNull(r[at + 8], 'checkpointed_at'),
+    releasedAt: epochDateOrNull(r[at + 9], 'released_at'),
+    checkpointSize: size === null ? null : Number(size),
+    cleanHandoff: required(r[at + 11], 'clean_handoff') === 't',
+    predecessorEnd: required(r[at + 12], 'predecessor_end') as PredecessorEnd,
+    ended: optional(r[at + 13], 'ended') as LeaseEnd | null,
+    version: BigInt(required(r[at + 14], 'version')),
   };
 }
 
