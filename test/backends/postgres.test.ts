@@ -8,8 +8,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/backends/postgres/index.ts';
 import { LATEST_VERSION } from '../../src/backends/sql/migrations.ts';
+import { buildStatements } from '../../src/backends/sql/statements.ts';
 import type { LeaseBackend, LeaseChange, LeaseRecord, OpenOptions } from '../../src/index.ts';
 import { PG_URL, uniqueNamespace } from '../support/backends.ts';
+import { expectLeaseInfoReadsAgree } from './sql-lease-info.ts';
 
 const schemas: string[] = [];
 const backends: LeaseBackend[] = [];
@@ -335,5 +337,72 @@ describe('change feed', () => {
       'acquired',
       rec.fencingToken,
     ]);
+  });
+});
+
+describe('LeaseInfo reads', () => {
+  it('get, list, changes and forceRelease return the same LeaseInfo for a row with every field set', async () => {
+    await expectLeaseInfoReadsAgree(await open(newSchema()));
+  });
+
+  it('reads timestamps as the millisecond a Date parsed from the timestamptz holds, in both epoch forms', async () => {
+    const schema = newSchema();
+    const b = await open(schema);
+    const stamps = [
+      '2024-05-01 12:00:00+00',
+      '2024-05-01 12:00:00.123+00',
+      '2024-05-01 12:00:00.123999+00',
+      '2024-05-01 12:00:00.999999+00',
+      '2024-05-01 12:00:00.000001+00',
+      '1969-12-31 23:59:59.999999+00',
+      '1969-12-31 23:59:59.0005+00',
+      '1900-03-04 05:06:07.891234+00',
+      '2200-12-31 23:59:59.999+00',
+      // Whole milliseconds that floor(float8 epoch * 1000) puts one millisecond low.
+      '2039-05-15 16:50:27.253+00',
+      '1978-09-05 21:06:18.256+00',
+      '1961-04-18 11:08:36.002+00',
+    ];
+    // Microsecond values on whole milliseconds are where a float8 epoch goes wrong.
+    for (let i = 0; i < 200; i++) {
+      const us = String(Math.floor(Math.random() * 1_000_000)).padStart(6, '0');
+      stamps.push(
+        `2026-0${1 + (i % 9)}-1${i % 10} 0${i % 10}:1${i % 10}:2${i % 10}.${i % 2 === 0 ? us : `${us.slice(0, 3)}000`}+00`,
+      );
+    }
+    await admin.query(
+      `INSERT INTO "${schema}".leases (work_id, holder_id, token, expires_at, ttl_ms, acquired_at, renewed_at,
+         checkpointed_at, released_at, clean_handoff, predecessor_end, last_op, version, change_xid)
+       SELECT 'ts-' || lpad(n::text, 4, '0'), 'h', 1, t, 1000, t, t, t, t, true, 'none', 'acquired', 1, pg_current_xact_id()
+       FROM unnest($1::timestamptz[]) WITH ORDINALITY AS u(t, n)`,
+      [stamps],
+    );
+    // What pg's own timestamptz parser makes of each value: the reference.
+    const { rows: parsed } = await admin.query<{ work_id: string; t: Date }>(
+      `SELECT work_id, expires_at AS t FROM "${schema}".leases ORDER BY work_id`,
+    );
+    expect(parsed).toHaveLength(stamps.length);
+
+    const filters = { limit: 1000, after: undefined, from: 'ts-', below: 'ts.', holder: undefined };
+    const text = { getTypeParser: () => (v: string) => v };
+    for (const serverVersionNum of [130000, 150000]) {
+      const q = buildStatements(schema, { serverVersionNum }).list(filters);
+      const { rows } = await admin.query<string[]>({
+        text: q.text,
+        values: q.params,
+        rowMode: 'array',
+        types: text,
+      });
+      expect(rows.map((r) => r[0])).toEqual(parsed.map((p) => p.work_id));
+      for (const [i, r] of rows.entries()) {
+        const want = parsed[i]!.t.getTime();
+        // expires_at, acquired_at, renewed_at, checkpointed_at, released_at
+        for (const col of [3, 6, 7, 8, 9])
+          expect(Number(r[col]), `${stamps[i]} (v${serverVersionNum})`).toBe(want);
+      }
+    }
+    // And through the backend itself.
+    const listed = (await b.admin.list({ workIdPrefix: 'ts-', limit: 1000 })).items;
+    expect(listed.map((i) => i.expiresAt.getTime())).toEqual(parsed.map((p) => p.t.getTime()));
   });
 });
