@@ -318,8 +318,12 @@ async function reportTrace(browser: Browser, span: string): Promise<void> {
   const sumBy = (pred: (k: string) => boolean) =>
     ([...all.entries()].filter(([k]) => pred(k)).reduce((a, [, v]) => a + v, 0) / 1000).toFixed(0);
   const busy = topLevel / 1000;
+  // Whole pauses, not self time: how many full collections, and the longest (a long task on its own if > 50 ms).
+  const majors = evs
+    .filter((e) => e.name === 'MajorGC' || e.name === 'V8.GC_MARK_COMPACTOR')
+    .map((e) => (e.dur ?? 0) / 1000);
   console.log(
-    `  main thread busy ${busy.toFixed(0)} ms; major GC ${sumBy((k) => k.startsWith('V8.GC_MC') || k.startsWith('V8.GC_MARK_COMPACTOR'))} ms; minor GC ${sumBy((k) => k.startsWith('V8.GC_SCAVENGER') || k === 'MinorGC')} ms`,
+    `  main thread busy ${busy.toFixed(0)} ms; major GC ${sumBy((k) => k.startsWith('V8.GC_MC') || k.startsWith('V8.GC_MARK_COMPACTOR'))} ms (${majors.length} pauses, max ${Math.max(0, ...majors).toFixed(0)} ms); minor GC ${sumBy((k) => k.startsWith('V8.GC_SCAVENGER') || k === 'MinorGC')} ms; layout ${sumBy((k) => k === 'LocalFrameView::performLayout')} ms`,
   );
   console.log(`  inside ${longCount} tasks over 50 ms:\n${top(inLong)}`);
   for (const m of perLong.slice(0, 10)) {
