@@ -320,7 +320,8 @@ async function reportTrace(browser: Browser, span: string): Promise<void> {
   const busy = topLevel / 1000;
   // Whole pauses, not self time: how many full collections, and the longest (a long task on its own if > 50 ms).
   const majors = evs
-    .filter((e) => e.name === 'MajorGC' || e.name === 'V8.GC_MARK_COMPACTOR')
+    // MajorGC and V8.GC_MARK_COMPACTOR are two events for the same pause.
+    .filter((e) => e.name === 'MajorGC')
     .map((e) => (e.dur ?? 0) / 1000);
   console.log(
     `  main thread busy ${busy.toFixed(0)} ms; major GC ${sumBy((k) => k.startsWith('V8.GC_MC') || k.startsWith('V8.GC_MARK_COMPACTOR'))} ms (${majors.length} pauses, max ${Math.max(0, ...majors).toFixed(0)} ms); minor GC ${sumBy((k) => k.startsWith('V8.GC_SCAVENGER') || k === 'MinorGC')} ms; layout ${sumBy((k) => k === 'LocalFrameView::performLayout')} ms`,

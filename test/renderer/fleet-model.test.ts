@@ -1,12 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
-  applyLeaseEvents,
   computeView,
   EMPTY_FILTER,
   type FleetSource,
   fromSnapshot,
   SnapshotBuilder,
-  upsertRow,
   viewJob,
 } from '../../renderer/features/fleet/model.ts';
 import { drain, sortIndices } from '../../renderer/lib/slices.ts';
@@ -90,43 +88,5 @@ describe('renderer fleet model', () => {
     expect(paged.sortedIds).toEqual(whole.sortedIds);
     expect(paged.rows.size).toBe(100);
     expect(paged.seq).toBe(3);
-  });
-
-  it('keeps one object per work id: changes are copied into it and bump its rev', () => {
-    const data = fromSnapshot({
-      connectionId: 'c',
-      rows: [row(1, 1000), row(2, 1000)],
-      seq: 0,
-      serverTime: NOW,
-    });
-    const held = data.rows.get('jobs/00001');
-    expect(held?.rev).toBe(0);
-    const ev = (seq: number, upserts: LeaseRow[], removed: string[] = []) => ({
-      type: 'leases' as const,
-      connectionId: 'c',
-      seq,
-      upserts,
-      removed,
-      serverTime: NOW + seq,
-    });
-    const newer = { ...row(1, 5000), holderId: 'worker-x', version: '2' };
-    const r1 = applyLeaseEvents(data, [ev(1, [newer])]);
-    expect(r1.data.rows.get('jobs/00001')).toBe(held);
-    expect(held).toMatchObject({ holderId: 'worker-x', version: '2', expiresAt: NOW + 5000, rev: 1 });
-    expect(held).not.toBe(newer);
-    // A late duplicate of an older version changes nothing, not even the rev.
-    const r2 = applyLeaseEvents(r1.data, [ev(2, [row(1, 9000)])]);
-    expect(held).toMatchObject({ version: '2', rev: 1 });
-    // Removed and added back in one batch: a new object, the order unchanged.
-    const r3 = applyLeaseEvents(r2.data, [ev(3, [], ['jobs/00001']), ev(4, [{ ...newer, version: '3' }])]);
-    expect(r3.data.rows.get('jobs/00001')).not.toBe(held);
-    expect(r3.data.sortedIds).toEqual(['jobs/00001', 'jobs/00002']);
-    expect(r3.data.membershipRev).toBe(r2.data.membershipRev + 1);
-    // A force-release result lands in the same object too.
-    const kept = r3.data.rows.get('jobs/00002');
-    const after = upsertRow(r3.data, { ...row(2, 1000), ended: 'force-released', version: '9' });
-    expect(after.rows.get('jobs/00002')).toBe(kept);
-    expect(kept).toMatchObject({ ended: 'force-released', rev: 1 });
-    expect(after.rev).toBe(r3.data.rev + 1);
   });
 });

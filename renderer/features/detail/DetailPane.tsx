@@ -14,10 +14,7 @@ export interface DetailPaneProps {
   connection: ConnectionInfo;
   /** Latest row from the fleet model; null when the lease was pruned. */
   row: LeaseRow | null;
-  /**
-   * The row's revision: the model updates one object per lease in place, so this, not the
-   * object, says it changed (for anything that memoises on props).
-   */
+  /** Re-render marker for pushed updates. */
   rev: number;
   localNow: number;
   onClose: () => void;
@@ -104,8 +101,7 @@ export function DetailPane({ connection, row, localNow, onClose }: DetailPanePro
           </dl>
           <div className="detail-actions">
             {writable && row.ended !== 'force-released' && (
-              // A copy: the model updates this object in place, and the dialog must keep the token the operator confirmed.
-              <button type="button" className="danger" onClick={() => setConfirming({ ...row })}>
+              <button type="button" className="danger" onClick={() => setConfirming(row)}>
                 Force release
               </button>
             )}

@@ -9,7 +9,7 @@ import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
 import { leaseStatus } from '../../../src/console/status.ts';
 import { EnvBadge, StatusBadge } from '../../app/ui.tsx';
 import { formatAgo, formatBytes, formatExpiresIn } from '../../lib/format.ts';
-import type { FleetData, FleetRow, FleetView, Sort, SortKey } from './model.ts';
+import type { FleetData, FleetView, Sort, SortKey } from './model.ts';
 
 const ROW_HEIGHT = 32;
 
@@ -37,7 +37,7 @@ export interface FleetTableProps {
   fleets: Map<string, FleetData>;
   connections: Map<string, ConnectionInfo>;
   showConnection: boolean;
-  /** The shared once-a-second tick. Rows re-render when it moves or their lease's `rev` grows. */
+  /** The shared once-a-second tick. Rows re-render when it moves or their lease object is replaced. */
   localNow: number;
   sort: Sort;
   onSort: (key: SortKey) => void;
@@ -172,7 +172,6 @@ export function FleetTable(props: FleetTableProps) {
                   key={item.index - first}
                   index={item.index}
                   row={row}
-                  rev={row.rev}
                   conn={conn}
                   localNow={props.localNow}
                   active={item.index === activeIndex}
@@ -191,10 +190,8 @@ export function FleetTable(props: FleetTableProps) {
 
 interface RowProps {
   index: number;
-  /** The model's object for this lease: the same object across changes (they are copied into it). */
-  row: FleetRow;
-  /** `row.rev` at render time: what tells the memo below that the (same) row object changed. */
-  rev: number;
+  /** Replaced (new object) by every change to the lease, so the memo below sees changes. */
+  row: LeaseRow;
   conn: ConnectionInfo;
   /** The shared once-a-second tick: countdowns and time-derived status. */
   localNow: number;

@@ -184,6 +184,7 @@ export function FleetView({
   }, [runner, visible, membershipKey, localNow]);
   const view = computed?.view ?? EMPTY_VIEW;
   const computing = computed === null || computed.key !== sourcesKey;
+  const rev = sources.reduce((n, s) => n + s.data.rev, 0);
   const fleetMap = useMemo(() => {
     const m = new Map<string, FleetData>();
     for (const f of fleets) if (f.data !== undefined) m.set(f.connection.id, f.data);
@@ -221,8 +222,6 @@ export function FleetView({
   const loading = inScope.some((f) => f.isLoading);
   const selectedKey = selection === null ? null : rowKey(selection.connectionId, selection.workId);
   const selectedConn = selection === null ? undefined : connections.get(selection.connectionId);
-  const selectedRow =
-    selection === null ? null : (fleetMap.get(selection.connectionId)?.rows.get(selection.workId) ?? null);
 
   return (
     <div className="fleet-view">
@@ -336,8 +335,8 @@ export function FleetView({
           <DetailPane
             key={selectedKey}
             connection={selectedConn}
-            row={selectedRow}
-            rev={selectedRow?.rev ?? -1}
+            row={fleetMap.get(selection.connectionId)?.rows.get(selection.workId) ?? null}
+            rev={rev}
             localNow={tick}
             onClose={() => onSelect(null)}
           />

@@ -5,17 +5,7 @@
  * work id plus the ids in work-id order, maintained incrementally. Pushed
  * `leases` events are applied in place and the wrapper is replaced (new
  * `rev`), so a 100 000-row fleet with thousands of changes a second never
- * copies the whole Map: a batch costs O(batch).
- *
- * Each work id keeps ONE row object ({@link FleetRow}) for as long as it is in
- * the Map: a change copies the event's fields into it and bumps its `rev`.
- * Replacing the object instead made every change turn a long-lived (old
- * generation) object into garbage — about 2 000 a second at the bench's rate —
- * and those forced full mark-compact collections over 100 000 live rows, the
- * 60–90 ms pauses that were the table's last long tasks. The parsed event rows
- * now die young (cheap scavenges). So nothing may treat "same object" as
- * "unchanged": compare `rev` (the table row's memo does), and copy a row that
- * must stay as it was (the force-release dialog does). This keeps the design rule
+ * copies the whole Map: a batch costs O(batch). This keeps the design rule
  * (pushed changes reach the query cache through `setQueryData`) without a
  * separate `useSyncExternalStore` store: the cached value is the mutable
  * store, its new wrapper is the version bump that re-renders subscribers,
@@ -34,63 +24,9 @@ import { LEASE_STATUSES } from '../../../src/console/api.ts';
 import { leaseStatus } from '../../../src/console/status.ts';
 import { drain, sortIndices } from '../../lib/slices.ts';
 
-/**
- * A lease as the model holds it: one object per work id for its lifetime, updated in place.
- * `rev` grows with every change applied to it; it is what says "this row changed".
- */
-export interface FleetRow extends LeaseRow {
-  rev: number;
-}
-
-/** The model's own copy of a row (the event or snapshot object is left alone and dies young). */
-function adopt(r: LeaseRow): FleetRow {
-  // One literal, fields always in this order: every row shares one hidden class.
-  return {
-    workId: r.workId,
-    holderId: r.holderId,
-    fencingToken: r.fencingToken,
-    expiresAt: r.expiresAt,
-    ttlMs: r.ttlMs,
-    stepId: r.stepId,
-    acquiredAt: r.acquiredAt,
-    renewedAt: r.renewedAt,
-    checkpointedAt: r.checkpointedAt,
-    releasedAt: r.releasedAt,
-    checkpointSize: r.checkpointSize,
-    cleanHandoff: r.cleanHandoff,
-    predecessorEnd: r.predecessorEnd,
-    ended: r.ended,
-    version: r.version,
-    rev: 0,
-  };
-}
-
-/**
- * Copies a newer version of the lease into its existing object. Only fields that
- * differ are written: an unchanged string or number keeps the old (already old
- * generation) value, so the event's copy stays young garbage.
- */
-function assign(to: FleetRow, r: LeaseRow): void {
-  if (to.holderId !== r.holderId) to.holderId = r.holderId;
-  if (to.fencingToken !== r.fencingToken) to.fencingToken = r.fencingToken;
-  if (to.expiresAt !== r.expiresAt) to.expiresAt = r.expiresAt;
-  if (to.ttlMs !== r.ttlMs) to.ttlMs = r.ttlMs;
-  if (to.stepId !== r.stepId) to.stepId = r.stepId;
-  if (to.acquiredAt !== r.acquiredAt) to.acquiredAt = r.acquiredAt;
-  if (to.renewedAt !== r.renewedAt) to.renewedAt = r.renewedAt;
-  if (to.checkpointedAt !== r.checkpointedAt) to.checkpointedAt = r.checkpointedAt;
-  if (to.releasedAt !== r.releasedAt) to.releasedAt = r.releasedAt;
-  if (to.checkpointSize !== r.checkpointSize) to.checkpointSize = r.checkpointSize;
-  if (to.cleanHandoff !== r.cleanHandoff) to.cleanHandoff = r.cleanHandoff;
-  if (to.predecessorEnd !== r.predecessorEnd) to.predecessorEnd = r.predecessorEnd;
-  if (to.ended !== r.ended) to.ended = r.ended;
-  if (to.version !== r.version) to.version = r.version;
-  to.rev++;
-}
-
 export interface FleetData {
   connectionId: string;
-  rows: Map<string, FleetRow>;
+  rows: Map<string, LeaseRow>;
   /** Every work id, ascending by UTF-16 code units (the stable base order for every sort). */
   sortedIds: string[];
   /** Seq of the last event applied. */
@@ -116,8 +52,8 @@ function cmp(a: string, b: string): number {
 }
 
 export function fromSnapshot(snapshot: Snapshot): FleetData {
-  const rows = new Map<string, FleetRow>();
-  for (const row of snapshot.rows) rows.set(row.workId, adopt(row));
+  const rows = new Map<string, LeaseRow>();
+  for (const row of snapshot.rows) rows.set(row.workId, row);
   const sortedIds = [...rows.keys()].sort(cmp);
   return {
     connectionId: snapshot.connectionId,
@@ -136,7 +72,7 @@ export function fromSnapshot(snapshot: Snapshot): FleetData {
  * work-id order; if one ever does not, the ids are sorted once at the end.
  */
 export class SnapshotBuilder {
-  private readonly rows = new Map<string, FleetRow>();
+  private readonly rows = new Map<string, LeaseRow>();
   private readonly ids: string[] = [];
   private ordered = true;
 
@@ -146,7 +82,7 @@ export class SnapshotBuilder {
     const { ids } = this;
     for (const row of rows) {
       if (this.rows.has(row.workId)) continue;
-      this.rows.set(row.workId, adopt(row));
+      this.rows.set(row.workId, row);
       const last = ids[ids.length - 1];
       if (last !== undefined && !(last < row.workId)) this.ordered = false;
       ids.push(row.workId);
@@ -197,9 +133,8 @@ export function applyLeaseEvents(data: FleetData, events: readonly LeasesEvent[]
   let removed = 0;
   let applied = 0;
   const { rows, sortedIds } = data;
-  // Membership changes are rare next to updates: their lists exist only when needed.
-  let newIds = null as string[] | null;
-  let goneIds = null as Set<string> | null;
+  const newIds: string[] = [];
+  const goneIds = new Set<string>();
   for (let i = 0; i < events.length; i++) {
     const ev = events[i] as LeasesEvent;
     if (ev.seq <= seq) continue;
@@ -207,29 +142,22 @@ export function applyLeaseEvents(data: FleetData, events: readonly LeasesEvent[]
       return finish(true, events.slice(i));
     }
     seq = ev.seq;
-    if (ev.serverTime > serverTime) serverTime = ev.serverTime;
+    serverTime = Math.max(serverTime, ev.serverTime);
     applied++;
-    const { upserts, removed: gone } = ev;
-    for (let j = 0; j < upserts.length; j++) {
-      const row = upserts[j] as LeaseRow;
+    for (const row of ev.upserts) {
       const old = rows.get(row.workId);
-      if (old !== undefined) {
-        // Versions only grow; a late duplicate of an older version must not win.
-        if (!isOlder(row, old)) assign(old, row);
-        continue;
+      // Versions only grow; a late duplicate of an older version must not win.
+      if (old !== undefined && isOlder(row, old)) continue;
+      if (old === undefined) {
+        if (goneIds.has(row.workId)) goneIds.delete(row.workId);
+        else newIds.push(row.workId);
+        added++;
       }
-      if (goneIds === null || !goneIds.delete(row.workId)) {
-        if (newIds === null) newIds = [];
-        newIds.push(row.workId);
-      }
-      added++;
-      rows.set(row.workId, adopt(row));
+      rows.set(row.workId, row);
     }
-    for (let j = 0; j < gone.length; j++) {
-      const id = gone[j] as string;
+    for (const id of ev.removed) {
       if (rows.delete(id)) {
         removed++;
-        if (goneIds === null) goneIds = new Set();
         goneIds.add(id);
       }
     }
@@ -238,7 +166,7 @@ export function applyLeaseEvents(data: FleetData, events: readonly LeasesEvent[]
 
   function finish(gap: boolean, unapplied: LeasesEvent[]): ApplyResult {
     if (applied === 0 && !gap) return { data, gap, unapplied };
-    if (added > 0 || removed > 0) patchOrder(sortedIds, newIds ?? [], goneIds ?? new Set(), rows);
+    if (added > 0 || removed > 0) patchOrder(sortedIds, newIds, goneIds, rows);
     return {
       data: {
         ...data,
@@ -268,7 +196,7 @@ function patchOrder(
   sortedIds: string[],
   newIds: string[],
   goneIds: Set<string>,
-  rows: Map<string, FleetRow>,
+  rows: Map<string, LeaseRow>,
 ): void {
   // A few changes: binary insert/splice. Many: rebuild, which is O(n log n) once instead of O(n) per id.
   if (newIds.length + goneIds.size > 256) {
@@ -292,11 +220,8 @@ function patchOrder(
 export function upsertRow(data: FleetData, row: LeaseRow): FleetData {
   const old = data.rows.get(row.workId);
   if (old !== undefined && isOlder(row, old)) return data;
-  if (old !== undefined) assign(old, row);
-  else {
-    data.rows.set(row.workId, adopt(row));
-    patchOrder(data.sortedIds, [row.workId], new Set(), data.rows);
-  }
+  data.rows.set(row.workId, row);
+  if (old === undefined) patchOrder(data.sortedIds, [row.workId], new Set(), data.rows);
   return {
     ...data,
     rev: data.rev + 1,
@@ -545,10 +470,10 @@ export function* summarizeJob(
   const counts = emptyCounts();
   const stuck: string[] = [];
   const now = localNow + src.clockOffsetMs;
-  let i = 0;
-  // Straight off the Map (no 100 000-element copy a second): its iteration survives changes between slices.
-  for (const row of src.data.rows.values()) {
-    if ((++i & (PASS_STEP - 1)) === 0) yield;
+  const rows = [...src.data.rows.values()];
+  for (let i = 0; i < rows.length; i++) {
+    if ((i & (PASS_STEP - 1)) === PASS_STEP - 1) yield;
+    const row = rows[i] as LeaseRow;
     const s = leaseStatus(row, now, src.thresholds);
     counts[s]++;
     if (s === 'stuck') stuck.push(row.workId);
