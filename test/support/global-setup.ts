@@ -29,15 +29,20 @@ function reachable(host: string, port: number): Promise<boolean> {
   });
 }
 
-export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+/** Fails with one clear message when PostgreSQL or Redis is down, instead of a hundred timeouts. */
+export async function requireServers(): Promise<void> {
   const missing: string[] = [];
   if (!(await reachable('127.0.0.1', 5432))) missing.push('PostgreSQL on 127.0.0.1:5432');
   if (!(await reachable('127.0.0.1', 6379))) missing.push('Redis on 127.0.0.1:6379');
   if (missing.length > 0) {
     throw new Error(
-      `The tests need real servers and these are down: ${missing.join(', ')}. Start them (see README, "Running the tests") or run .ci/run, which starts them.`,
+      `The tests need real servers and these are down: ${missing.join(', ')}. Start them or run .ci/run, which starts them.`,
     );
   }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  await requireServers();
   const cluster = await startRedisCluster(3);
   project.provide('redisClusterUrl', cluster.url);
   return () => cluster.stop();
