@@ -44,16 +44,9 @@ export interface RecordingBackend extends LeaseBackend {
 /** Records each call's item, holder, token, outcome and local start/end into `sink`. */
 export function recordingBackend(inner: LeaseBackend, sink: (event: HistoryEvent) => void): RecordingBackend {
   const pending = new Set<Promise<unknown>>();
-  function record<T>(
-    call: CallName,
-    item: string,
-    holder: string,
-    token: bigint | null,
-    run: () => Promise<T>,
-    extra: (value: T) => Partial<CallEvent> = () => ({}),
-    sent: Partial<CallEvent> = {},
-  ): Promise<T> {
-    const p = recordOne(call, item, holder, token, run, extra, sent);
+  /** Like {@link recordOne}, and tracked until settled (see `settled()`). */
+  function record<T>(...args: Parameters<typeof recordOne<T>>): Promise<T> {
+    const p = recordOne(...args);
     const tracked = p.catch(() => {});
     pending.add(tracked);
     void tracked.then(() => pending.delete(tracked));

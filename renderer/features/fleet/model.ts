@@ -297,6 +297,19 @@ const STATUS_RANK: Record<LeaseStatus, number> = {
   released: 5,
 };
 
+/** The text filters (work-id prefix, holder prefix, search) as one predicate, used by every pass. */
+function textFilter(filter: FleetFilter): (row: LeaseRow) => boolean {
+  const search = filter.search.trim().toLowerCase();
+  const holder = filter.holder.trim();
+  const prefix = filter.workIdPrefix.trim();
+  return (row) =>
+    (prefix === '' || row.workId.startsWith(prefix)) &&
+    (holder === '' || row.holderId.startsWith(holder)) &&
+    (search === '' ||
+      row.workId.toLowerCase().includes(search) ||
+      row.holderId.toLowerCase().includes(search));
+}
+
 /** Rows filtered between yields of a view job. */
 const PASS_STEP = 1024;
 
@@ -328,9 +341,7 @@ export function* viewJob(
   keep: FleetView | null = null,
 ): Generator<void, FleetView> {
   const counts = emptyCounts();
-  const search = filter.search.trim().toLowerCase();
-  const holder = filter.holder.trim();
-  const prefix = filter.workIdPrefix.trim();
+  const passes = textFilter(filter);
   const statusFilter = filter.statuses.size > 0 ? filter.statuses : null;
   if (keep !== null) {
     let total = 0;
@@ -342,16 +353,7 @@ export function* viewJob(
       // Map iteration stays well-defined when events change the Map between slices.
       for (const row of src.data.rows.values()) {
         if ((++i & (PASS_STEP - 1)) === 0) yield;
-        const id = row.workId;
-        if (prefix !== '' && !id.startsWith(prefix)) continue;
-        if (holder !== '' && !row.holderId.startsWith(holder)) continue;
-        if (
-          search !== '' &&
-          !id.toLowerCase().includes(search) &&
-          !row.holderId.toLowerCase().includes(search)
-        ) {
-          continue;
-        }
+        if (!passes(row)) continue;
         counts[leaseStatus(row, now, thresholds)]++;
       }
     }
@@ -376,15 +378,7 @@ export function* viewJob(
       const id = ids[i] as string;
       const row = rows.get(id);
       if (row === undefined) continue;
-      if (prefix !== '' && !id.startsWith(prefix)) continue;
-      if (holder !== '' && !row.holderId.startsWith(holder)) continue;
-      if (
-        search !== '' &&
-        !id.toLowerCase().includes(search) &&
-        !row.holderId.toLowerCase().includes(search)
-      ) {
-        continue;
-      }
+      if (!passes(row)) continue;
       const status = leaseStatus(row, now, thresholds);
       counts[status]++;
       if (statusFilter !== null && !statusFilter.has(status)) continue;

@@ -13,6 +13,7 @@ import {
   InternalError,
   WorkleaseError,
 } from '../../lease/errors.ts';
+import { SOCKET_ERRNOS } from '../errno.ts';
 
 type Verdict = typeof ErrorCode.BACKEND_UNAVAILABLE | typeof ErrorCode.FORBIDDEN | typeof ErrorCode.INTERNAL;
 
@@ -40,22 +41,6 @@ const REPLY_PREFIX: Record<string, Verdict> = {
   ERR: ErrorCode.INTERNAL,
 };
 
-/** Socket errno codes (`err.code`). All of them mean the connection is gone or never came up. */
-const ERRNO = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENETDOWN',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ERR_SOCKET_CLOSED',
-  'ERR_STREAM_DESTROYED',
-]);
-
 /** Client-side conditions ioredis reports by message or class name. */
 const CLIENT_MESSAGE: ReadonlyArray<readonly [RegExp, Verdict]> = [
   [/^Command timed out/, ErrorCode.BACKEND_UNAVAILABLE], // commandTimeout (= callTimeoutMs)
@@ -75,7 +60,7 @@ const CLIENT_MESSAGE: ReadonlyArray<readonly [RegExp, Verdict]> = [
 function verdictOf(err: unknown): Verdict {
   if (!(err instanceof Error)) return ErrorCode.INTERNAL;
   const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string' && ERRNO.has(code)) return ErrorCode.BACKEND_UNAVAILABLE;
+  if (typeof code === 'string' && SOCKET_ERRNOS.has(code)) return ErrorCode.BACKEND_UNAVAILABLE;
   if (err.name === 'MaxRetriesPerRequestError') return ErrorCode.BACKEND_UNAVAILABLE;
   const message = err.message;
   for (const [pattern, verdict] of CLIENT_MESSAGE) if (pattern.test(message)) return verdict;

@@ -10,6 +10,7 @@ import {
   SchemaMismatchError,
   WorkleaseError,
 } from '../../lease/errors.ts';
+import { SOCKET_ERRNOS } from '../errno.ts';
 
 type Verdict = 'unavailable' | 'schema' | 'internal';
 
@@ -35,21 +36,6 @@ const SQLSTATE_CLASS: Record<string, Verdict> = {
   '58': 'unavailable', // system_error (I/O)
 };
 
-/** Node.js socket errnos. */
-const ERRNO = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'EHOSTDOWN',
-  'ENETUNREACH',
-  'ENETDOWN',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
-
 /**
  * `pg` raises these without any code, so matching the message is the only way
  * to recognise them; they are the library's own fixed strings, not server text.
@@ -67,7 +53,7 @@ function verdict(err: unknown): Verdict {
   if (typeof err !== 'object' || err === null) return 'internal';
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
-    if (ERRNO.has(code)) return 'unavailable';
+    if (SOCKET_ERRNOS.has(code)) return 'unavailable';
     const exact = SQLSTATE[code];
     if (exact !== undefined) return exact;
     if (code.length === 5) {
