@@ -84,6 +84,24 @@ export class InvalidArgumentError extends WorkleaseError {
     super(ErrorCode.INVALID_ARGUMENT, message, options);
   }
 }
+/**
+ * The backend's client library is not installed. The drivers are optional peer
+ * dependencies (a pg-only service should not install PGlite's 27 MB or
+ * ioredis), so this is a set-up problem: final, never retried, and the
+ * message names the package to install. Crosses IPC/HTTP as INVALID_ARGUMENT.
+ */
+export class DriverMissingError extends InvalidArgumentError {
+  /** The npm package to install, e.g. `pg`. */
+  readonly packageName: string;
+
+  constructor(packageName: string, backend: string, options: ErrorOptions = {}) {
+    super(
+      `the ${backend} backend needs the npm package '${packageName}', which is not installed: run npm install ${packageName}`,
+      { ...options, details: { package: packageName, backend, ...options.details } },
+    );
+    this.packageName = packageName;
+  }
+}
 export class BackendUnavailableError extends WorkleaseError {
   constructor(message: string, options?: ErrorOptions) {
     super(ErrorCode.BACKEND_UNAVAILABLE, message, options);
@@ -124,8 +142,8 @@ export interface ErrorData {
   name: string;
   code: ErrorCode;
   message: string;
-  details?: Record<string, unknown>;
-  cause?: ErrorData;
+  details?: Record<string, unknown> | undefined;
+  cause?: ErrorData | undefined;
 }
 
 export function isErrorCode(value: unknown): value is ErrorCode {

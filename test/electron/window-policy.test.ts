@@ -12,7 +12,7 @@ import {
   SECURITY_HEADERS,
   WEB_PREFERENCES,
   windowOpenPolicy,
-} from '../../src/console/window-policy.ts';
+} from '../../src/electron-common/window-policy.ts';
 
 function directives(csp: string): Map<string, string[]> {
   return new Map(
