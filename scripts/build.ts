@@ -78,13 +78,19 @@ export function libraryBuildOptions(outDir: string): BuildOptions {
   };
 }
 
+/** The JavaScript half: dist/*.js and a fresh dist/chunks/ (chunk names are content hashes). */
+export async function buildLibraryJs(outDir = path.join(ROOT, 'dist')): Promise<void> {
+  rmSync(path.join(outDir, 'chunks'), { recursive: true, force: true });
+  await build(libraryBuildOptions(outDir));
+}
+
 export async function buildPackage(options: { renderer?: boolean } = {}): Promise<void> {
   const outDir = path.join(ROOT, 'dist');
   // The library's own outputs only: dist/renderer and dist/electron are rebuilt by their own steps.
-  for (const sub of ['chunks', 'types']) rmSync(path.join(outDir, sub), { recursive: true, force: true });
+  rmSync(path.join(outDir, 'types'), { recursive: true, force: true });
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
   await Promise.all([
-    build(libraryBuildOptions(outDir)),
+    buildLibraryJs(outDir),
     new Promise<void>((resolve, reject) => {
       try {
         execFileSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.build.json')], {

@@ -12,7 +12,7 @@
  * no bigint); times are epoch milliseconds by the backend's clock; bytes are
  * base64.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { ErrorCode, type ErrorData } from '../lease/errors.ts';
 
 /** The wire form of {@link ErrorCode}: the same codes, from the one table in src/lease/errors.ts. */
