@@ -25,6 +25,8 @@ export const ErrorCodeSchema = z.enum([
   'BACKEND_UNAVAILABLE',
   'SCHEMA_MISMATCH',
   'FORBIDDEN',
+  'DATASET_LOST',
+  'NOT_DURABLE',
   'INTERNAL',
 ]);
 
