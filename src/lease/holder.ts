@@ -327,7 +327,8 @@ class Holder implements LeaseHolder {
         if (this.ended !== undefined) throw this.ended;
         // A renew or save still in flight when release() started may see the lease already released.
         if (this.releasing && !isRelease) throw err;
-        if (isCode(err, ErrorCode.FENCED) || isCode(err, ErrorCode.DATASET_LOST)) throw this.lose('fenced', err);
+        if (isCode(err, ErrorCode.FENCED) || isCode(err, ErrorCode.DATASET_LOST))
+          throw this.lose('fenced', err);
         if (isCode(err, ErrorCode.LEASE_EXPIRED)) throw this.lose('expired', err);
         if (!isCode(err, ErrorCode.BACKEND_UNAVAILABLE) && !isCode(err, ErrorCode.NOT_DURABLE)) throw err;
         this.lastBackendError = err;
