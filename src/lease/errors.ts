@@ -26,6 +26,17 @@ export const ErrorCode = {
   SCHEMA_MISMATCH: 'SCHEMA_MISMATCH',
   /** The action is not allowed on this connection (for example a read-only console profile). */
   FORBIDDEN: 'FORBIDDEN',
+  /**
+   * The backend no longer holds the dataset this backend object opened (a Redis restarted without
+   * persistence, a flushed or replaced database): no lease it knew exists any more. Final: holders
+   * must stop; reopen to start on whatever the backend holds now (docs/durability.md).
+   */
+  DATASET_LOST: 'DATASET_LOST',
+  /**
+   * The write ran on the primary but the `durability` option's replicas (or sync) did not confirm it
+   * in time: it may or may not survive a failover. Never reported as a success (docs/durability.md).
+   */
+  NOT_DURABLE: 'NOT_DURABLE',
   /** Anything else: a bug or an unexpected server reply. */
   INTERNAL: 'INTERNAL',
 } as const;
@@ -117,6 +128,16 @@ export class ForbiddenError extends WorkleaseError {
     super(ErrorCode.FORBIDDEN, message, options);
   }
 }
+export class DatasetLostError extends WorkleaseError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.DATASET_LOST, message, options);
+  }
+}
+export class NotDurableError extends WorkleaseError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.NOT_DURABLE, message, options);
+  }
+}
 export class InternalError extends WorkleaseError {
   constructor(message: string, options?: ErrorOptions) {
     super(ErrorCode.INTERNAL, message, options);
@@ -134,6 +155,8 @@ const classes: Record<ErrorCode, new (message: string, options?: ErrorOptions) =
   BACKEND_UNAVAILABLE: BackendUnavailableError,
   SCHEMA_MISMATCH: SchemaMismatchError,
   FORBIDDEN: ForbiddenError,
+  DATASET_LOST: DatasetLostError,
+  NOT_DURABLE: NotDurableError,
   INTERNAL: InternalError,
 };
 
