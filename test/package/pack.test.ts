@@ -17,10 +17,11 @@
  *   installed (so nothing loads them for postgres://).
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildPackage } from '../../scripts/build.ts';
 import { PG_URL } from '../support/backends.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -235,10 +236,16 @@ function writeTypeScriptConsumer(): void {
 }
 
 beforeAll(async () => {
-  // The renderer, the library and its types, exactly what `prepack` builds.
-  run(process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), 'scripts/build.ts'], ROOT);
+  // What `prepack` builds (library, types, console page), in a staging copy of the package so
+  // dist/ of this checkout is never rewritten under other tests; `files` decides what is packed.
+  const stage = path.join(work, 'stage');
+  mkdirSync(stage);
+  for (const entry of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'docs', 'bin']) {
+    cpSync(path.join(ROOT, entry), path.join(stage, entry), { recursive: true });
+  }
+  await buildPackage({ outDir: path.join(stage, 'dist') });
   const [packed] = JSON.parse(
-    run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], ROOT),
+    run('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], stage),
   ) as [{ filename: string; integrity: string; files: { path: string }[] }];
   tarball = path.join(work, packed.filename);
   tarballIntegrity = packed.integrity;
