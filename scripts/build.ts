@@ -84,8 +84,13 @@ export async function buildLibraryJs(outDir = path.join(ROOT, 'dist')): Promise<
   await build(libraryBuildOptions(outDir));
 }
 
-export async function buildPackage(options: { renderer?: boolean } = {}): Promise<void> {
-  const outDir = path.join(ROOT, 'dist');
+/**
+ * The whole package build into `outDir` (default dist/). The package test
+ * builds into a staging folder instead, so it never rewrites dist/ under
+ * tests that serve it.
+ */
+export async function buildPackage(options: { renderer?: boolean; outDir?: string } = {}): Promise<void> {
+  const outDir = options.outDir ?? path.join(ROOT, 'dist');
   // The library's own outputs only: dist/renderer and dist/electron are rebuilt by their own steps.
   rmSync(path.join(outDir, 'types'), { recursive: true, force: true });
   const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
@@ -93,7 +98,8 @@ export async function buildPackage(options: { renderer?: boolean } = {}): Promis
     buildLibraryJs(outDir),
     new Promise<void>((resolve, reject) => {
       try {
-        execFileSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.build.json')], {
+        const tsconfig = path.join(ROOT, 'tsconfig.build.json');
+        execFileSync(process.execPath, [tsc, '-p', tsconfig, '--outDir', path.join(outDir, 'types')], {
           stdio: 'inherit',
         });
         resolve();
@@ -102,7 +108,7 @@ export async function buildPackage(options: { renderer?: boolean } = {}): Promis
       }
     }),
   ]);
-  if (options.renderer !== false) await ensureRenderer(true);
+  if (options.renderer !== false) await ensureRenderer(true, path.join(outDir, 'renderer'));
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

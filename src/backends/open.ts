@@ -61,15 +61,18 @@ export async function openBackend(url: string, options: OpenOptions = {}): Promi
   resolveOptions(options);
   switch (kind) {
     case 'postgres': {
+      // biome-ignore lint/style/noRestrictedImports: the one place a backend is loaded, lazily, by URL kind.
       const { openPostgres } = await loadDriver(kind, () => import('./postgres/index.ts'));
       return openPostgres(url, options);
     }
     case 'pglite': {
+      // biome-ignore lint/style/noRestrictedImports: the one place a backend is loaded, lazily, by URL kind.
       const { openPglite } = await loadDriver(kind, () => import('./pglite/index.ts'));
       return openPglite(url, options);
     }
     case 'redis':
     case 'redis-cluster': {
+      // biome-ignore lint/style/noRestrictedImports: the one place a backend is loaded, lazily, by URL kind.
       const { openRedis } = await loadDriver(kind, () => import('./redis/index.ts'));
       return openRedis(url, options);
     }
