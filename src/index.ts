@@ -2,7 +2,7 @@
  * worklease — the package entry. Everything public is exported from here.
  */
 
-import { resolveOptions } from './backends/common.ts';
+import { resolveTarget } from './backends/common.ts';
 import { parseBackendUrl } from './backends/url.ts';
 import type { LeaseBackend, OpenOptions } from './lease/types.ts';
 
@@ -13,8 +13,8 @@ export { DEFAULT_MAX_STATE_BYTES, MAX_ID_LENGTH, MAX_TTL_MS } from './lease/vali
 
 /**
  * Opens a lease backend by URL:
- * - `postgres://…` / `postgresql://…` (option `schema`, default `worklease`)
- * - `redis://…` / `rediss://…` (option `keyPrefix`, default `worklease`)
+ * - `postgres://…` / `postgresql://…` (option `schema`, default `worklease`; `?schema=` in the URL too)
+ * - `redis://…` / `rediss://…` (option `keyPrefix`, default `worklease`; `?keyPrefix=` in the URL too)
  * - `redis+cluster://host:port[,host:port…]`
  * - `pglite://memory` or `pglite:///absolute/dir` (embedded Postgres)
  *
@@ -22,8 +22,8 @@ export { DEFAULT_MAX_STATE_BYTES, MAX_ID_LENGTH, MAX_TTL_MS } from './lease/vali
  */
 export async function openBackend(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
   const { kind } = parseBackendUrl(url);
-  // Every option is checked here, before a backend module is even loaded.
-  resolveOptions(options);
+  // Every option (the URL's query options included) is checked here, before a backend module is even loaded.
+  resolveTarget(url, options, [kind], kind);
   switch (kind) {
     case 'postgres': {
       const { openPostgres } = await import('./backends/postgres/index.ts');

@@ -1,3 +1,4 @@
-import { defineConformance, targetFor } from './contract.ts';
+import { defineConformance, defineUrlGrammar, targetFor } from './contract.ts';
 
 defineConformance(targetFor('redis-cluster'));
+defineUrlGrammar(targetFor('redis-cluster'));
