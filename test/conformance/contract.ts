@@ -1554,3 +1554,75 @@ export function defineUrlGrammar(target: BackendTarget): void {
     });
   });
 }
+
+/**
+ * `admin.count`: the total a `list` with the same filters pages through, on
+ * every backend (what `worklease ls --limit` prints as "N of M").
+ */
+export function defineCount(target: BackendTarget): void {
+  describe(`admin.count on ${target.kind}`, () => {
+    const ns = uniqueNamespace(`cnt_${target.kind.replace('-', '_')}`);
+    let b: LeaseBackend;
+
+    beforeAll(async () => {
+      b = await openIsolated(target, ns);
+    });
+
+    afterAll(async () => {
+      await b?.close();
+      await dropNamespace(target, ns);
+    });
+
+    async function listed(options: { workIdPrefix?: string; holderId?: string } = {}): Promise<number> {
+      let n = 0;
+      let cursor: string | null = null;
+      do {
+        const page: LeasePage = await b.admin.list({ ...options, cursor, limit: 2 });
+        n += page.items.length;
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      return n;
+    }
+
+    it('counts what list returns, with the same prefix and holder filters; pruned items are gone from both', async () => {
+      expect(await b.admin.count()).toBe(0);
+      await b.acquire('a/1', 'h1', LIVE);
+      await b.acquire('a/2', 'h2', LIVE);
+      await b.acquire('a/3', 'h1', LIVE);
+      await b.acquire('ab', 'h1', LIVE);
+      const ended = await b.acquire('b/1', 'h2', LIVE);
+      await b.release(ended);
+      const cases: Array<[{ workIdPrefix?: string; holderId?: string }, number]> = [
+        [{}, 5],
+        [{ workIdPrefix: 'a/' }, 3],
+        [{ workIdPrefix: 'a' }, 4],
+        [{ workIdPrefix: 'zzz' }, 0],
+        [{ holderId: 'h1' }, 3],
+        [{ holderId: 'h2', workIdPrefix: 'b/' }, 1],
+        [{ workIdPrefix: '' }, 5],
+      ];
+      for (const [options, n] of cases) {
+        expect(await b.admin.count(options), JSON.stringify(options)).toBe(n);
+        expect(await listed(options), JSON.stringify(options)).toBe(n);
+      }
+      await waitPastServer(b);
+      expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
+      expect(await b.admin.count()).toBe(4);
+      expect(await b.admin.count({ workIdPrefix: 'b/' })).toBe(0);
+    });
+
+    it('refuses bad filters with INVALID_ARGUMENT', async () => {
+      for (const options of [{ holderId: '' }, { workIdPrefix: 7 }, { limit: 3 }] as never[]) {
+        await expect(b.admin.count(options), JSON.stringify(options)).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
+      }
+    });
+  });
+}
+
+/** A little more than a millisecond of server time, so a lease that just ended is older than "0 ms ago". */
+async function waitPastServer(b: LeaseBackend): Promise<void> {
+  const start = (await b.admin.serverTime()).getTime();
+  while ((await b.admin.serverTime()).getTime() <= start + 2) await sleep(5);
+}
