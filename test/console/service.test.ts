@@ -273,7 +273,7 @@ describe('console service on PostgreSQL', () => {
     }
   });
 
-  it('reads URLs with the library\'s grammar: unknown and conflicting options are refused before anything is saved', async () => {
+  it("reads URLs with the library's grammar: unknown and conflicting options are refused before anything is saved", async () => {
     const service = createConsoleService({ backendOptions: { schema: ns } });
     try {
       // The same schema in the URL and in the service's options is fine.
@@ -282,7 +282,9 @@ describe('console service on PostgreSQL', () => {
       for (const url of [`${PG_URL}?shema=${ns}`, `${PG_URL}?schema=other_${ns}`, `${PG_URL}?keyPrefix=x`]) {
         expect(await codeOf(service.call('connections.test', { url })), url).toBe('INVALID_ARGUMENT');
         expect(
-          await codeOf(service.call('connections.add', { name: 'typo', url, readOnly: false, environment: '' })),
+          await codeOf(
+            service.call('connections.add', { name: 'typo', url, readOnly: false, environment: '' }),
+          ),
           url,
         ).toBe('INVALID_ARGUMENT');
       }
