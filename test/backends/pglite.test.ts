@@ -76,7 +76,8 @@ describe('on disk', () => {
     } finally {
       await again.close();
     }
-  });
+    // Three on-disk opens (each starts Postgres in WASM): seconds each on a busy machine.
+  }, 120_000);
 });
 
 describe('in memory', () => {
