@@ -159,6 +159,9 @@ function splitQuery(url: string): { base: string; query: string; hash: string } 
  */
 export function resolveBackendUrl(url: unknown, options: OpenOptions = {}): BackendAddress {
   const { kind } = parseBackendUrl(url);
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError('options must be an object');
+  }
   const text = url as string;
   const redacted = redactUrl(text);
   const { base, query, hash } = splitQuery(text);
