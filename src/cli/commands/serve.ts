@@ -200,7 +200,8 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
   try {
     if (!options.serve) {
       await out(
-        `demo fleet: ${options.workers} workers on ${backend.url}${globals.schema ? ` (schema ${globals.schema})` : ''}\nCtrl-C to stop`,
+        // backend.url names the schema / key prefix itself.
+        `demo fleet: ${options.workers} workers on ${backend.url}\nCtrl-C to stop`,
       );
       await untilSignal();
       return;
