@@ -12,6 +12,7 @@ import type {
   ChangeBatch,
   ChangeOptions,
   CheckpointRead,
+  CountOptions,
   DurabilityOptions,
   ForceReleaseOptions,
   LeaseAdmin,
@@ -39,6 +40,7 @@ import {
   MAX_MAX_STATE_BYTES,
   MAX_TTL_MS,
 } from '../lease/validate.ts';
+import { type BackendAddress, effectiveUrl, redactUrl, resolveBackendUrl } from './url.ts';
 
 export interface ResolvedOptions {
   migrate: boolean;
@@ -143,6 +145,33 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   };
 }
 
+/** What a backend's open function works from: the URL resolved against the options. */
+export interface OpenTarget {
+  address: BackendAddress;
+  options: ResolvedOptions;
+  /** The effective URL (redacted, namespace explicit): `backend.url` and every message's. */
+  url: string;
+}
+
+/**
+ * The first step of every backend's open: the URL's query options merged with
+ * the caller's (see url.ts), then every option checked, before any I/O.
+ */
+export function resolveTarget(
+  url: string,
+  options: OpenOptions | undefined,
+  kinds: readonly BackendKind[],
+  what: string,
+): OpenTarget {
+  // The caller's own options are checked first, so a bad shape is named as theirs.
+  resolveOptions(options);
+  const address = resolveBackendUrl(url, options);
+  if (!kinds.includes(address.kind)) throw new InvalidArgumentError(`not a ${what} URL: ${redactUrl(url)}`);
+  const resolved = resolveOptions(address.options);
+  checkDurability(address.kind, resolved.durability);
+  return { address, options: resolved, url: effectiveUrl(address, resolved) };
+}
+
 export interface DriverListOptions {
   cursor: string | null;
   limit: number;
@@ -161,6 +190,7 @@ export interface LeaseDriver {
   readCheckpoint(record: LeaseRecord): Promise<CheckpointRead>;
   get(workId: string): Promise<LeaseInfo | null>;
   list(options: DriverListOptions): Promise<LeasePage>;
+  count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number>;
   forceRelease(workId: string, expectedToken: bigint, operator: string, reason: string): Promise<LeaseInfo>;
   audit(workId: string | undefined, limit: number): Promise<AuditEntry[]>;
   prune(olderThanMs: number, limit: number): Promise<number>;
@@ -204,6 +234,13 @@ export function createBackend(driver: LeaseDriver, maxStateBytes: number): Lease
       };
       open();
       return driver.list(listOptions);
+    },
+    async count(options: CountOptions = {}) {
+      const o = checkOptions<CountOptions>('options', options, ['workIdPrefix', 'holderId']);
+      const holderId = o.holderId === undefined ? undefined : checkId('options.holderId', o.holderId);
+      const prefix = checkOptionalPrefix('options.workIdPrefix', o.workIdPrefix);
+      open();
+      return driver.count(prefix === '' ? undefined : prefix, holderId);
     },
     async forceRelease(workId, options: ForceReleaseOptions) {
       checkId('workId', workId);

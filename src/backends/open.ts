@@ -9,7 +9,7 @@
  */
 import { DriverMissingError } from '../lease/errors.ts';
 import type { BackendKind, LeaseBackend, OpenOptions } from '../lease/types.ts';
-import { resolveOptions } from './common.ts';
+import { resolveTarget } from './common.ts';
 import { parseBackendUrl } from './url.ts';
 
 /** The npm package each backend needs (an optional peer dependency of worklease). */
@@ -57,8 +57,8 @@ export async function loadDriver<T>(kind: BackendKind, load: () => Promise<T>): 
  */
 export async function openBackend(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
   const { kind } = parseBackendUrl(url);
-  // Every option is checked here, before a backend module is even loaded.
-  resolveOptions(options);
+  // Every option (the URL's query options included) is checked here, before a backend module is even loaded.
+  resolveTarget(url, options, [kind], kind);
   switch (kind) {
     case 'postgres': {
       // biome-ignore lint/style/noRestrictedImports: the one place a backend is loaded, lazily, by URL kind.

@@ -5,8 +5,7 @@
 
 import { userInfo } from 'node:os';
 import { InvalidArgumentError as CommanderArgumentError } from 'commander';
-import { parseBackendUrl, redactUrl } from '../backends/url.ts';
-import { splitConsoleUrl } from '../console/service.ts';
+import { resolveBackendUrl } from '../backends/url.ts';
 import { openBackend } from '../index.ts';
 import { InvalidArgumentError } from '../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../lease/types.ts';
@@ -30,7 +29,7 @@ export function resolveUrl(arg: string | undefined): string {
       'no backend URL: pass one (for example postgres://user@host:5432/db or redis://host:6379) or set WORKLEASE_URL',
     );
   }
-  parseBackendUrl(url);
+  resolveBackendUrl(url);
   return url;
 }
 
@@ -43,21 +42,13 @@ export function openOptions(globals: GlobalOptions, migrate: boolean): OpenOptio
 }
 
 /**
- * Opens a backend for the CLI. Like console profiles, the URL may carry
- * `?schema=` / `?keyPrefix=`; `--schema` / `--key-prefix` win over them.
+ * Opens a backend for the CLI. The URL is read by `openBackend` with the one
+ * URL grammar of the library and the console (`?schema=`, `?keyPrefix=`, …);
+ * `--schema` / `--key-prefix` / `--timeout` are the same options, so giving one
+ * both ways with different values is refused.
  */
-export async function openCli(
-  rawUrl: string,
-  globals: GlobalOptions,
-  migrate: boolean,
-): Promise<LeaseBackend> {
-  let split: { url: string; options: OpenOptions };
-  try {
-    split = splitConsoleUrl(rawUrl);
-  } catch {
-    throw new InvalidArgumentError(`malformed query string in backend URL '${redactUrl(rawUrl)}'`);
-  }
-  return openBackend(split.url, { ...split.options, ...openOptions(globals, migrate) });
+export async function openCli(url: string, globals: GlobalOptions, migrate: boolean): Promise<LeaseBackend> {
+  return openBackend(url, openOptions(globals, migrate));
 }
 
 /**
@@ -111,6 +102,14 @@ export function parseNonNegativeInt(value: string): number {
 export function parsePositiveInt(value: string): number {
   const n = parseNonNegativeInt(value);
   if (n === 0) throw new CommanderArgumentError('expected a whole number ≥ 1.');
+  return n;
+}
+
+/** A TCP port to listen on: 0 (any free one) to 65535. */
+export function parsePort(value: string): number {
+  const n = /^[0-9]{1,5}$/.test(value) ? Number(value) : -1;
+  if (n < 0 || n > 65535)
+    throw new CommanderArgumentError('expected a port from 0 to 65535 (0 picks a free one).');
   return n;
 }
 

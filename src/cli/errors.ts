@@ -8,10 +8,11 @@ import { redactUrl } from '../backends/url.ts';
 import { type ErrorCode, SchemaMismatchError, WorkleaseError } from '../lease/errors.ts';
 
 /**
- * Exit statuses (documented in `worklease --help`):
- * 0 ok, 1 internal error, 2 bad arguments, 3 not found, 4 conflict (the lease
- * changed since the token you gave), 5 backend unreachable, 6 schema missing or
- * old, 7 forbidden.
+ * Exit statuses, one per thing an operator does something different about
+ * (documented in `worklease --help` and the README). 2-7 follow the error
+ * code; 8-12 refine a code by the failure's `details.reason` (set by the
+ * backends' error tables and by `serve`), so a script can tell "DNS" from
+ * "refused" from "wrong password" without reading the message.
  */
 export const EXIT = {
   OK: 0,
@@ -22,6 +23,11 @@ export const EXIT = {
   BACKEND_UNAVAILABLE: 5,
   SCHEMA_MISMATCH: 6,
   FORBIDDEN: 7,
+  PORT_IN_USE: 8,
+  UNKNOWN_DATABASE: 9,
+  AUTH_FAILED: 10,
+  DNS_FAILED: 11,
+  CONNECTION_REFUSED: 12,
 } as const;
 
 const EXIT_BY_CODE: Record<ErrorCode, number> = {
@@ -44,15 +50,35 @@ const EXIT_BY_CODE: Record<ErrorCode, number> = {
   NOT_DURABLE: EXIT.BACKEND_UNAVAILABLE,
 };
 
+/** `details.reason` → exit status and the hint added to the one line. */
+const BY_REASON: Record<string, { exit: number; hint: string }> = {
+  'port-in-use': {
+    exit: EXIT.PORT_IN_USE,
+    hint: 'stop the other process, or use another --port (--port 0 picks a free one)',
+  },
+  'unknown-database': { exit: EXIT.UNKNOWN_DATABASE, hint: 'check the database name (the path) in the URL' },
+  auth: { exit: EXIT.AUTH_FAILED, hint: 'check the user and password in the URL' },
+  dns: { exit: EXIT.DNS_FAILED, hint: 'check the host name in the URL' },
+  refused: {
+    exit: EXIT.CONNECTION_REFUSED,
+    hint: 'nothing listens there: check the host and port, and that the server runs',
+  },
+};
+
 export const EXIT_HELP = `Exit status:
   0  ok
   1  internal error (a bug, or an unexpected server reply)
-  2  bad arguments (INVALID_ARGUMENT)
+  2  bad arguments, e.g. an unknown URL option or --port 99999 (INVALID_ARGUMENT)
   3  not found (NOT_FOUND)
   4  conflict: the lease changed since the token you gave (CONFLICT)
   5  backend unreachable or timed out (BACKEND_UNAVAILABLE)
-  6  schema missing or too old: run \`worklease migrate <url>\` (SCHEMA_MISMATCH)
-  7  forbidden (FORBIDDEN)`;
+  6  schema missing or too old: run \`worklease migrate <url>\`; also \`migrate --check\` when a migration is needed
+  7  forbidden (FORBIDDEN)
+  8  port in use (serve, demo): use another --port, or --port 0
+  9  unknown database (no such database on the server, no PGlite database in the directory)
+  10 authentication failed or unknown role/user (the server's own words follow)
+  11 host name does not resolve (DNS)
+  12 connection refused: nothing listens on that host and port`;
 
 export interface Failure {
   code: ErrorCode;
@@ -74,11 +100,19 @@ function oneLine(text: string): string {
 export function describeFailure(err: unknown): Failure {
   let code: ErrorCode;
   let message: string;
+  let exitCode: number | undefined;
   if (err instanceof WorkleaseError) {
     code = err.code;
     message = err.message;
     if (err instanceof SchemaMismatchError && !/worklease migrate/.test(message)) {
       message += ' — run `worklease migrate <url>` to create or upgrade the schema';
+    }
+    const reason = err.details?.reason;
+    const known =
+      typeof reason === 'string' && Object.hasOwn(BY_REASON, reason) ? BY_REASON[reason] : undefined;
+    if (known !== undefined) {
+      exitCode = known.exit;
+      message += ` — ${known.hint}`;
     }
   } else if (err instanceof CommanderError) {
     code = 'INVALID_ARGUMENT';
@@ -89,7 +123,7 @@ export function describeFailure(err: unknown): Failure {
   }
   return {
     code,
-    exitCode: EXIT_BY_CODE[code] ?? EXIT.INTERNAL,
+    exitCode: exitCode ?? EXIT_BY_CODE[code] ?? EXIT.INTERNAL,
     line: `worklease: ${code}: ${oneLine(redactText(message)) || 'unknown error'}`,
   };
 }

@@ -5,9 +5,12 @@
  */
 
 import { Command, Option } from 'commander';
+import { URL_OPTIONS } from '../backends/url.ts';
 import { packageVersion } from '../version.ts';
+import { auditCommand, parseTimeBound } from './commands/audit.ts';
 import { lsCommand } from './commands/ls.ts';
 import { migrateCommand } from './commands/migrate.ts';
+import { parseDuration, pruneCommand } from './commands/prune.ts';
 import { releaseCommand } from './commands/release.ts';
 import { demoCommand, serveCommand } from './commands/serve.ts';
 import { showCommand } from './commands/show.ts';
@@ -17,6 +20,7 @@ import {
   type GlobalOptions,
   parseFraction,
   parseNonNegativeInt,
+  parsePort,
   parsePositiveInt,
   parseToken,
 } from './context.ts';
@@ -24,7 +28,13 @@ import { EXIT_HELP } from './errors.ts';
 
 const URL_HELP = `Backend URLs: postgres://user@host:5432/db, redis://host:6379, rediss://…,
 redis+cluster://host:port[,host:port…], pglite://memory, pglite:///absolute/dir.
-The URL argument may be left out when WORKLEASE_URL is set.`;
+The URL argument may be left out when WORKLEASE_URL is set.
+URL query options (the same in the library, the CLI and the console; any other is refused):
+${Object.entries(URL_OPTIONS)
+  .map(([name, o]) => `  ${name.padEnd(16)}${o.kinds.join('/')}: ${o.about}`)
+  .join('\n')}
+--schema, --key-prefix and --timeout are ?schema=, ?keyPrefix= and ?callTimeoutMs=;
+giving one both ways with different values is refused.`;
 
 function examples(lines: string[]): string {
   return `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`;
@@ -53,14 +63,16 @@ export function buildProgram(): Command {
   const program = new Command('worklease')
     .description('Inspect and operate worklease fleets: leases, checkpoints, force-release, live console.')
     .version(packageVersion(), '-V, --version')
-    .option('--schema <name>', 'Postgres/PGlite schema (default worklease)')
-    .option('--key-prefix <prefix>', 'Redis key prefix (default worklease)')
+    .option('--schema <name>', 'Postgres/PGlite schema, as ?schema= (default worklease)')
+    .option('--key-prefix <prefix>', 'Redis key prefix, as ?keyPrefix= (default worklease)')
     .option(
       '--timeout <ms>',
-      'how long one backend call may wait before failing as unreachable (default 10000)',
+      'how long one backend call may wait before failing as unreachable, as ?callTimeoutMs= (default 10000)',
       parsePositiveInt,
     )
     .option('--debug', 'print stack traces of errors (also WORKLEASE_DEBUG=1)')
+    // Every subcommand's --help lists these too: each command honours all of them.
+    .configureHelp({ showGlobalOptions: true })
     .showSuggestionAfterError()
     .exitOverride()
     .configureOutput({ outputError: () => {} })
@@ -70,14 +82,16 @@ export function buildProgram(): Command {
     .command('migrate')
     .description('create or upgrade the worklease schema on a backend')
     .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
+    .option('--check', 'change nothing: exit 0 if the schema is up to date, 6 if a migration is needed')
     .addHelpText(
       'after',
       examples([
         'worklease migrate postgres://postgres@127.0.0.1:5432/app',
+        'worklease migrate postgres://postgres@127.0.0.1:5432/app --schema billing --check',
         'worklease migrate redis://127.0.0.1:6379 --key-prefix jobs',
       ]),
     )
-    .action((url: string | undefined, _opts: unknown, cmd: Command) => migrateCommand(url, globalsOf(cmd)));
+    .action((url: string | undefined, opts, cmd: Command) => migrateCommand(url, opts, globalsOf(cmd)));
 
   addThresholds(
     program
@@ -91,7 +105,11 @@ export function buildProgram(): Command {
       )
       .option('--holder <holderId>', 'only leases whose current or last holder is this one')
       .option('--prefix <workIdPrefix>', 'only work ids starting with this')
-      .option('--limit <n>', 'print at most this many rows', parsePositiveInt)
+      .option(
+        '--limit <n>',
+        'print the first n by work id, read page by page on the server, and "n of total"',
+        parsePositiveInt,
+      )
       .option('--json', 'print a JSON array (tokens as strings, times as ISO 8601)'),
   )
     .addHelpText(
@@ -100,6 +118,7 @@ export function buildProgram(): Command {
         'worklease ls postgres://postgres@127.0.0.1/app',
         'worklease ls $URL --status stuck,expired --stuck-after 120000',
         'worklease ls $URL --holder worker-7 --prefix billing/ --json | jq .',
+        'worklease ls postgres://postgres@127.0.0.1/app --schema billing --limit 20',
       ]),
     )
     .action((url: string | undefined, opts, cmd: Command) => lsCommand(url, opts, globalsOf(cmd)));
@@ -157,6 +176,53 @@ export function buildProgram(): Command {
     );
 
   program
+    .command('audit')
+    .description('the audit log of admin actions (force-releases), newest first')
+    .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
+    .option('--work-id <workId>', 'only entries about this work item')
+    .option('--operator <name>', 'only entries by this operator')
+    .option(
+      '--since <time>',
+      'only entries at or after: ISO 8601 time, or a duration ago (90m, 2h, 7d)',
+      parseTimeBound,
+    )
+    .option('--until <time>', 'only entries at or before: ISO 8601 time, or a duration ago', parseTimeBound)
+    .option('--limit <n>', 'print at most this many entries, 1..1000 (default 100)', parsePositiveInt)
+    .option('--json', 'print a JSON array (tokens as strings, times as ISO 8601)')
+    .addHelpText(
+      'after',
+      examples([
+        'worklease audit postgres://postgres@127.0.0.1/app --schema billing',
+        'worklease audit $URL --work-id billing/job-17',
+        'worklease audit $URL --operator alice --since 24h --json | jq .',
+      ]),
+    )
+    .action((url: string | undefined, opts, cmd: Command) => auditCommand(url, opts, globalsOf(cmd)));
+
+  program
+    .command('prune')
+    .description(
+      'remove work items whose lease ended long ago, with their checkpoints (a dry run unless --force); fencing tokens are kept',
+    )
+    .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
+    .requiredOption(
+      '--older-than <duration>',
+      'ended more than this long ago: 7d, 12h, 30m, 90s, 500ms',
+      parseDuration,
+    )
+    .option('--force', 'really prune (without it: print what would be pruned and change nothing)')
+    .option('--prefix <workIdPrefix>', 'dry run only: show only work ids starting with this')
+    .option('--json', 'print JSON: the candidates, and how many were pruned')
+    .addHelpText(
+      'after',
+      examples([
+        'worklease prune postgres://postgres@127.0.0.1/app --schema billing --older-than 7d',
+        'worklease prune $URL --older-than 7d --force',
+      ]),
+    )
+    .action((url: string | undefined, opts, cmd: Command) => pruneCommand(url, opts, globalsOf(cmd)));
+
+  program
     .command('watch')
     .description('print lease changes as they happen: time, work id, kind, holder, token')
     .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
@@ -184,7 +250,7 @@ export function buildProgram(): Command {
     .description('serve the web console for one or more backends (bound to 127.0.0.1 with a token)')
     .option('--connect <url>', 'a backend to show (repeatable; default $WORKLEASE_URL)', collect)
     .option('--host <host>', 'address to bind', '127.0.0.1')
-    .option('--port <port>', 'port (0 picks a free one)', parseNonNegativeInt, 7420)
+    .option('--port <port>', 'port, 0..65535 (0 picks a free one)', parsePort, 7420)
     .option('--token <token>', 'access token (default $WORKLEASE_TOKEN, else a random one)')
     .option('--read-only', 'refuse force-release on every connection')
     .addOption(new Option('--environment <label>', 'label shown beside the connections').default(''))
@@ -208,7 +274,7 @@ export function buildProgram(): Command {
     .option('--stuck-after <ms>', 'console threshold for stuck leases', parsePositiveInt, 20_000)
     .option('--no-serve', 'run the fleet only, without the console')
     .option('--host <host>', 'console address to bind', '127.0.0.1')
-    .option('--port <port>', 'console port (0 picks a free one)', parseNonNegativeInt, 7420)
+    .option('--port <port>', 'console port, 0..65535 (0 picks a free one)', parsePort, 7420)
     .option('--token <token>', 'console access token (default $WORKLEASE_TOKEN, else a random one)')
     .addHelpText(
       'after',

@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { openBackend as defaultOpenBackend } from '../backends/open.ts';
-import { parseBackendUrl, redactUrl } from '../backends/url.ts';
+import { parseBackendUrl, redactUrl, resolveBackendUrl } from '../backends/url.ts';
 import {
   BackendUnavailableError,
   ErrorCode,
@@ -105,28 +105,14 @@ function defaultOperator(): string {
 }
 
 /**
- * Console URLs may name the Postgres schema or the Redis key prefix as query
- * parameters (`?schema=billing`, `?keyPrefix=jobs`), since a profile is just a
- * URL; they are turned into open options and removed from the URL.
+ * A console URL split into the driver's URL and its open options. Kept for
+ * callers of earlier versions: the console itself hands URLs to `openBackend`
+ * whole, which reads `?schema=`, `?keyPrefix=` and the other options of the one
+ * URL grammar (src/backends/url.ts).
  */
 export function splitConsoleUrl(url: string): { url: string; options: OpenOptions } {
-  const q = url.indexOf('?');
-  if (q < 0) return { url, options: {} };
-  const hashAt = url.indexOf('#', q);
-  const query = url.slice(q + 1, hashAt < 0 ? undefined : hashAt);
-  const kept: string[] = [];
-  const options: OpenOptions = {};
-  for (const part of query.split('&')) {
-    if (part === '') continue;
-    const eq = part.indexOf('=');
-    const key = eq < 0 ? part : part.slice(0, eq);
-    const value = eq < 0 ? '' : decodeURIComponent(part.slice(eq + 1));
-    if (key === 'schema') options.schema = value;
-    else if (key === 'keyPrefix') options.keyPrefix = value;
-    else kept.push(part);
-  }
-  const base = url.slice(0, q);
-  return { url: kept.length > 0 ? `${base}?${kept.join('&')}` : base, options };
+  const { driverUrl, options } = resolveBackendUrl(url);
+  return { url: driverUrl, options };
 }
 
 const CONNECT_RETRY_MIN_MS = 250;
@@ -185,7 +171,7 @@ class Connection {
     return {
       id: this.id,
       name: this.input.name,
-      url: redactUrl(this.input.url).replace(/([?&]password=)[^&#]*/gi, '$1***'),
+      url: redactUrl(this.input.url),
       kind: this.kind,
       readOnly: this.input.readOnly || this.service.readOnly,
       environment: this.input.environment,
@@ -206,10 +192,9 @@ class Connection {
     if (this.closed) return;
     let backend: LeaseBackend | null = null;
     try {
-      const { url, options } = splitConsoleUrl(this.input.url);
-      backend = await this.service.openBackendFn(url, {
+      // The URL goes to openBackend whole: its query options (?schema=…) are read there, one grammar.
+      backend = await this.service.openBackendFn(this.input.url, {
         ...this.service.backendOptions,
-        ...options,
         migrate: false,
       });
       const clock = new ServerClock(() => backend!.admin.serverTime(), {
@@ -387,7 +372,7 @@ class Service implements ConsoleService {
     'connections.list': async () => this.connections(),
     'connections.add': async (p) => {
       this.requireEditable();
-      parseBackendUrl(p.url);
+      resolveBackendUrl(p.url, this.backendOptions);
       const input: ConnectionInput = {
         name: p.name,
         url: p.url,
@@ -404,7 +389,7 @@ class Service implements ConsoleService {
     'connections.update': async ({ id, changes }) => {
       this.requireEditable();
       const conn = this.connection(id);
-      if (changes.url !== undefined) parseBackendUrl(changes.url);
+      if (changes.url !== undefined) resolveBackendUrl(changes.url, this.backendOptions);
       const merged: ConnectionInput = {
         name: changes.name ?? conn.input.name,
         url: changes.url ?? conn.input.url,
@@ -438,13 +423,8 @@ class Service implements ConsoleService {
       return {};
     },
     'connections.test': async ({ url }) => {
-      const kind = parseBackendUrl(url).kind;
-      const split = splitConsoleUrl(url);
-      const backend = await this.openBackendFn(split.url, {
-        ...this.backendOptions,
-        ...split.options,
-        migrate: false,
-      });
+      const kind = resolveBackendUrl(url, this.backendOptions).kind;
+      const backend = await this.openBackendFn(url, { ...this.backendOptions, migrate: false });
       try {
         const t0 = performance.now();
         const serverTime = await backend.admin.serverTime();

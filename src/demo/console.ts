@@ -7,7 +7,7 @@
 
 import { openBackend } from '../backends/open.ts';
 import type { ProfileStore } from '../console/profiles.ts';
-import { type ConsoleService, createConsoleService, splitConsoleUrl } from '../console/service.ts';
+import { type ConsoleService, createConsoleService } from '../console/service.ts';
 import type { LeaseBackend } from '../lease/types.ts';
 import { type DemoFleet, type DemoFleetOptions, startDemoFleet } from './fleet.ts';
 
@@ -38,8 +38,6 @@ export function startDemoConsole(backend: LeaseBackend, options: DemoConsoleOpti
   const shared: LeaseBackend = new Proxy(backend, {
     get: (target, key) => (key === 'close' ? async () => {} : Reflect.get(target, key)),
   });
-  // The service strips `?schema=`/`?keyPrefix=` before it opens a URL: compare without them.
-  const demoUrl = splitConsoleUrl(options.url).url;
   const service = createConsoleService({
     ...(options.profiles === undefined ? {} : { profiles: options.profiles }),
     connections: [
@@ -50,7 +48,7 @@ export function startDemoConsole(backend: LeaseBackend, options: DemoConsoleOpti
         thresholds: { stuckAfterMs: options.stuckAfterMs },
       },
     ],
-    openBackend: (url, open) => (url === demoUrl ? Promise.resolve(shared) : openBackend(url, open)),
+    openBackend: (url, open) => (url === options.url ? Promise.resolve(shared) : openBackend(url, open)),
   });
   let closing: Promise<void> | null = null;
   return {

@@ -91,6 +91,14 @@ export interface ListOptions {
   holderId?: string;
 }
 
+/** Filters of {@link LeaseAdmin.count}: the same as {@link ListOptions}'. */
+export interface CountOptions {
+  /** Only work ids starting with this prefix. */
+  workIdPrefix?: string;
+  /** Only leases whose current or last holder is this one. */
+  holderId?: string;
+}
+
 export interface LeasePage {
   items: LeaseInfo[];
   /** Null on the last page. */
@@ -186,6 +194,8 @@ export interface LeaseAdmin {
   get(workId: string): Promise<LeaseInfo | null>;
   /** Pages ordered by work id; a work item that exists for the whole walk is listed exactly once. */
   list(options?: ListOptions): Promise<LeasePage>;
+  /** How many work items `list` with these filters would return in all (pages of `ls --limit` say "N of M"). */
+  count(options?: CountOptions): Promise<number>;
   /** Ends a lease at once and fences its holder. See {@link ForceReleaseOptions}. */
   forceRelease(workId: string, options: ForceReleaseOptions): Promise<LeaseInfo>;
   audit(options?: AuditOptions): Promise<AuditEntry[]>;

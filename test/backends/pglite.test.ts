@@ -4,6 +4,7 @@
  * feed's xid functions in the WASM build. The lease contract itself is covered
  * by the conformance suite (test/conformance).
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -49,13 +50,18 @@ describe('on disk', () => {
   it('keeps leases, checkpoints and tokens across close and reopen', async () => {
     const url = `pglite://${path.join(dir, 'db1')}`;
     const schema = uniqueNamespace('plt');
-    // A missing schema is refused when migration is off (the schema is not created).
-    expect(await codeOf(openPglite(url, { schema, migrate: false }))).toBe('SCHEMA_MISMATCH');
+    // A missing database is refused when migration is off, and nothing is created.
+    expect(await codeOf(openPglite(url, { schema, migrate: false }))).toBe('NOT_FOUND');
+    expect(existsSync(path.join(dir, 'db1'))).toBe(false);
 
     const first = await openPglite(url, { schema });
     const rec = await first.acquire('job', 'h1', 60_000);
     await first.checkpoint(rec, new Uint8Array([1, 2, 3]), 60_000);
     await first.close();
+    // The database exists now; another schema in it is still missing, and is not created.
+    expect(await codeOf(openPglite(url, { schema: `${schema}_other`, migrate: false }))).toBe(
+      'SCHEMA_MISMATCH',
+    );
 
     const again = await openPglite(url, { schema, migrate: false });
     try {
@@ -70,7 +76,8 @@ describe('on disk', () => {
     } finally {
       await again.close();
     }
-  });
+    // Three on-disk opens (each starts Postgres in WASM): seconds each on a busy machine.
+  }, 120_000);
 });
 
 describe('in memory', () => {

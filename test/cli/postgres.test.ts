@@ -2,6 +2,11 @@
  * The CLI end to end on real PostgreSQL: each test spawns `bin/worklease`
  * (about 1 s of tsx start-up each, so the runs are few and each checks a lot).
  */
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildProgram } from '../../src/cli/program.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../../src/index.ts';
@@ -30,10 +35,11 @@ function errorLine(stderr: string): string {
 beforeAll(async () => {
   const migrated = await run(['migrate', PG_URL, '--schema', ns]);
   expect(migrated).toMatchObject({ code: 0, stderr: '' });
-  expect(migrated.stdout).toContain(`schema up to date on ${PG_URL} (schema ${ns})`);
+  expect(migrated.stdout).toContain(`schema up to date on ${PG_URL}?schema=${ns} (schema ${ns})`);
 
   backend = await openBackend(PG_URL, { schema: ns, migrate: false });
-  const acquire = async (workId: string, holder: string, state?: Uint8Array, ttlMs = 60_000) => {
+  // Ten minutes: the file runs for minutes, and its later cases still need these leases live.
+  const acquire = async (workId: string, holder: string, state?: Uint8Array, ttlMs = 600_000) => {
     const r = await backend.acquire(workId, holder, ttlMs, { stepId: 'step-1' });
     if (state !== undefined) await backend.checkpoint(r, state, ttlMs);
     records[workId] = r;
@@ -155,7 +161,41 @@ describe('worklease show', () => {
     const r = await run(['show', PG_URL, 'no/such', '--schema', ns]);
     expect(r.code).toBe(3);
     expect(r.stdout).toBe('');
-    expect(errorLine(r.stderr)).toBe(`worklease: NOT_FOUND: no work item 'no/such' on ${PG_URL}`);
+    expect(errorLine(r.stderr)).toBe(
+      `worklease: NOT_FOUND: no work item 'no/such' on ${PG_URL}?schema=${ns}`,
+    );
+  });
+});
+
+describe('worklease ls --limit and the URL grammar', () => {
+  it('pages on the server and prints "N of M"; ?schema= in the URL is the same as --schema', async () => {
+    const total = await backend.admin.count();
+    expect(total).toBeGreaterThan(2);
+    // A long stuck threshold: this file runs for minutes, and the status is not what is tested here.
+    const r = await run(['ls', `${PG_URL}?schema=${ns}`, '--limit', '2', '--stuck-after', '3600000']);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.slice(1, -1).map((l) => l.split(/\s+/)[0])).toEqual(['job/bin', 'job/json']);
+    expect(lines.at(-1)).toMatch(
+      new RegExp(`^2 of ${total} leases \\(first 2 by work id\\) \\(live 2\\); server time `),
+    );
+    // The same value both ways is fine; different values are refused before any I/O.
+    const same = await run(['ls', `${PG_URL}?schema=${ns}`, '--schema', ns, '--limit', '1', '--json']);
+    expect(same.code).toBe(0);
+    expect((JSON.parse(same.stdout) as unknown[]).length).toBe(1);
+    const clash = await run(['ls', `${PG_URL}?schema=${ns}`, '--schema', 'other']);
+    expect(clash.code).toBe(2);
+    expect(errorLine(clash.stderr)).toBe(
+      `worklease: INVALID_ARGUMENT: option 'schema' is '${ns}' in the backend URL but 'other' in the options: give it once`,
+    );
+  });
+
+  it('refuses an unknown URL option with exit 2, naming the known ones', async () => {
+    const r = await run(['ls', `${PG_URL}?shema=${ns}`]);
+    expect(r.code).toBe(2);
+    expect(errorLine(r.stderr)).toMatch(
+      /^worklease: INVALID_ARGUMENT: unknown option 'shema' in backend URL '.*' \(known for postgres: schema, callTimeoutMs, .*sslmode/,
+    );
   });
 });
 
@@ -232,14 +272,195 @@ describe('worklease release', () => {
   });
 });
 
+describe('worklease audit', () => {
+  it('lists the force-release above, filtered by work id, operator and time, as text and JSON', async () => {
+    const [byOperator, byWork, none, recent, old] = await Promise.all([
+      run(['audit', PG_URL, '--schema', ns, '--operator', 'alice', '--json']),
+      run(['audit', PG_URL, '--schema', ns, '--work-id', 'job/text']),
+      run(['audit', PG_URL, '--schema', ns, '--operator', 'bob', '--json']),
+      run(['audit', PG_URL, '--schema', ns, '--since', '1h', '--json']),
+      run(['audit', PG_URL, '--schema', ns, '--until', '2000-01-01T00:00:00Z', '--json']),
+    ]);
+    expect(byOperator.code).toBe(0);
+    const entries = JSON.parse(byOperator.stdout) as Array<Record<string, unknown>>;
+    expect(entries).toEqual([
+      expect.objectContaining({
+        action: 'force-release',
+        workId: 'job/text',
+        operator: 'alice',
+        reason: 'stuck since 09:12',
+        oldHolderId: 'w-text',
+        oldToken: '1',
+        newToken: '2',
+      }),
+    ]);
+    expect(byWork.code).toBe(0);
+    expect(byWork.stdout).toMatch(/^AT\s+WHEN\s+WORK ID\s+ACTION\s+OPERATOR\s+TOKEN\s+OLD HOLDER\s+REASON$/m);
+    expect(byWork.stdout).toMatch(/job\/text\s+force-release\s+alice\s+1 -> 2\s+w-text\s+stuck since 09:12/);
+    expect(byWork.stdout.trim().split('\n').at(-1)).toMatch(/^1 entry, newest first; server time /);
+    expect(JSON.parse(none.stdout)).toEqual([]);
+    expect((JSON.parse(recent.stdout) as unknown[]).length).toBe(1);
+    expect(JSON.parse(old.stdout)).toEqual([]);
+  });
+
+  it('refuses a bad time with exit 2 before any I/O', async () => {
+    const r = await run(['audit', PG_URL, '--schema', ns, '--since', 'yesterday']);
+    expect(r.code).toBe(2);
+    expect(errorLine(r.stderr)).toMatch(
+      /^worklease: INVALID_ARGUMENT: option '--since <time>' argument 'yesterday' is invalid/,
+    );
+  });
+});
+
+describe('worklease prune', () => {
+  it('is a dry run by default; with --force it prunes ended items and keeps their fencing tokens', async () => {
+    // This file runs for minutes: keep the leases that are still live well clear of their expiry,
+    // so that exactly the ended ones are candidates.
+    for (const rec of Object.values(records)) await backend.renew(rec, 600_000).catch(() => {});
+    const now = (await backend.admin.serverTime()).getTime();
+    const ended = (await backend.admin.list()).items
+      .filter((i) => i.expiresAt.getTime() < now)
+      .map((i) => i.workId);
+    // At least: job/released (released), job/short (ran out), job/text (force-released above).
+    expect(ended).toEqual(expect.arrayContaining(['job/released', 'job/short', 'job/text']));
+    expect(ended).not.toContain('job/json');
+
+    const dry = await run(['prune', PG_URL, '--schema', ns, '--older-than', '0s']);
+    expect(dry.code).toBe(0);
+    const listed = dry.stdout
+      .trim()
+      .split('\n')
+      .slice(1, -1)
+      .map((l) => l.split(/\s+/)[0]);
+    expect(listed).toEqual(ended);
+    expect(dry.stdout.trim().split('\n').at(-1)).toMatch(
+      new RegExp(
+        `^dry run: ${ended.length} work items ended more than 0ms ago on .* would be pruned .*fencing tokens are kept.*add --force to prune\\.$`,
+      ),
+    );
+    expect(await backend.admin.get('job/text')).not.toBeNull();
+
+    const done = await run(['prune', PG_URL, '--schema', ns, '--older-than', '0s', '--force', '--json']);
+    expect(done.code).toBe(0);
+    const body = JSON.parse(done.stdout) as {
+      dryRun: boolean;
+      pruned: number;
+      candidates: Array<{ workId: string }>;
+    };
+    expect(body).toMatchObject({ dryRun: false, pruned: ended.length });
+    expect(body.candidates.map((c) => c.workId)).toEqual(ended);
+    expect(await backend.admin.get('job/text')).toBeNull();
+    expect(await backend.admin.get('job/json')).not.toBeNull();
+    // job/text ended at token 2: the next lease continues above it, never from 1.
+    const again = await backend.acquire('job/text', 'w-new', 60_000);
+    expect(again.fencingToken).toBe(3n);
+  });
+
+  it('needs --older-than and refuses a bad duration (exit 2)', async () => {
+    const [missing, bad] = await Promise.all([
+      run(['prune', PG_URL, '--schema', ns]),
+      run(['prune', PG_URL, '--schema', ns, '--older-than', 'week']),
+    ]);
+    expect(missing.code).toBe(2);
+    expect(errorLine(missing.stderr)).toMatch(/required option '--older-than <duration>' not specified/);
+    expect(bad.code).toBe(2);
+    expect(errorLine(bad.stderr)).toMatch(/argument 'week' is invalid\. expected a duration such as 7d/);
+  });
+});
+
+describe('worklease migrate', () => {
+  it('--check exits 6 when a migration is needed and creates nothing; 0 when up to date', async () => {
+    const fresh = uniqueNamespace('clichk');
+    const needed = await run(['migrate', '--check', `${PG_URL}?schema=${fresh}`]);
+    expect(needed.code).toBe(6);
+    expect(errorLine(needed.stderr)).toMatch(
+      new RegExp(`^worklease: SCHEMA_MISMATCH: migration needed: schema "${fresh}" .*--schema ${fresh}`),
+    );
+    // Still missing: --check wrote nothing.
+    await expect(openBackend(PG_URL, { schema: fresh, migrate: false })).rejects.toMatchObject({
+      code: 'SCHEMA_MISMATCH',
+    });
+    const ok = await run(['migrate', '--check', PG_URL, '--schema', ns]);
+    expect(ok.code).toBe(0);
+    expect(ok.stdout.trim()).toBe(
+      `schema up to date on ${PG_URL}?schema=${ns} (schema ${ns}): no migration needed`,
+    );
+  });
+
+  it('prints the schema given in the URL', async () => {
+    const r = await run(['migrate', `${PG_URL}?schema=${ns}`]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trim()).toBe(`schema up to date on ${PG_URL}?schema=${ns} (schema ${ns})`);
+  });
+});
+
+describe('connection failures: one line, their own exit status', () => {
+  it("unknown database: exit 9 with the server's words", async () => {
+    const db = uniqueNamespace('nodb');
+    const r = await run(['ls', PG_URL.replace(/\/[^/]*$/, `/${db}`)]);
+    expect(r.code).toBe(9);
+    expect(errorLine(r.stderr)).toMatch(
+      new RegExp(
+        `^worklease: NOT_FOUND: connecting failed on .*/${db}\\?schema=worklease: database "${db}" does not exist — check the database name`,
+      ),
+    );
+  });
+
+  it("unknown role: exit 10 with the server's words", async () => {
+    const role = uniqueNamespace('norole');
+    const r = await run(['ls', PG_URL.replace(/\/\/[^@/]*@/, `//${role}@`)]);
+    expect(r.code).toBe(10);
+    expect(errorLine(r.stderr)).toMatch(
+      new RegExp(
+        `^worklease: FORBIDDEN: connecting failed on .*: role "${role}" does not exist — check the user and password`,
+      ),
+    );
+  });
+
+  it('DNS failure: exit 11 naming ENOTFOUND', async () => {
+    const r = await run(['ls', 'postgres://postgres@nohost.invalid:5432/test', '--timeout', '5000']);
+    expect(r.code).toBe(11);
+    expect(errorLine(r.stderr)).toMatch(
+      /^worklease: BACKEND_UNAVAILABLE: .*ENOTFOUND nohost\.invalid.* — check the host name/,
+    );
+  });
+});
+
+describe('read-only commands on a PGlite directory that does not exist', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'wl-cli-ro-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('ls, show, watch and audit fail with exit 9 and create nothing', async () => {
+    const url = `pglite://${join(dir, 'missing')}`;
+    const results = await Promise.all([
+      run(['ls', url]),
+      run(['show', url, 'job/1']),
+      run(['watch', url]),
+      run(['audit', url]),
+    ]);
+    for (const r of results) {
+      expect(r.code).toBe(9);
+      expect(errorLine(r.stderr)).toBe(
+        `worklease: NOT_FOUND: no PGlite database in ${join(dir, 'missing')}; create it with \`worklease migrate ${url} --schema worklease\` — check the database name (the path) in the URL`,
+      );
+    }
+    expect(existsSync(join(dir, 'missing'))).toBe(false);
+  });
+});
+
 describe('failures', () => {
-  it('exits 5 quickly on an unreachable backend, without leaking the password; --debug adds the stack', async () => {
+  it('exits 12 quickly on a refused connection, without leaking the password; --debug adds the stack', async () => {
     const r = await run(['ls', 'postgres://postgres:hunter2@127.0.0.1:1/x', '--timeout', '2000', '--debug']);
-    expect(r.code).toBe(5);
+    expect(r.code).toBe(12);
     expect(r.ms).toBeLessThan(15_000);
     const [first, ...rest] = r.stderr.trim().split('\n');
     expect(first).toMatch(
-      /^worklease: BACKEND_UNAVAILABLE: .*postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/x/,
+      /^worklease: BACKEND_UNAVAILABLE: .*postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/x.*ECONNREFUSED.*nothing listens there/,
     );
     expect(rest.join('\n')).toMatch(/\n\s+at /);
     expect(r.stderr).not.toContain('hunter2');
@@ -249,7 +470,10 @@ describe('failures', () => {
     const missing = uniqueNamespace('nope');
     const r = await run(['ls', PG_URL, '--schema', missing]);
     expect(r.code).toBe(6);
-    expect(errorLine(r.stderr)).toMatch(/^worklease: SCHEMA_MISMATCH: .*worklease migrate/);
+    // The hint is a CLI command with the flag, not library advice.
+    expect(errorLine(r.stderr)).toBe(
+      `worklease: SCHEMA_MISMATCH: schema "${missing}" on ${PG_URL}?schema=${missing} has no worklease tables; run \`worklease migrate ${PG_URL} --schema ${missing}\` to create or upgrade it`,
+    );
   });
 
   it('exits 2 without a URL, and for bad arguments', async () => {
@@ -296,6 +520,33 @@ describe('help', () => {
       cmd.outputHelp();
       expect(text, cmd.name()).toContain(`Usage: worklease ${cmd.name()}`);
       expect(text, cmd.name()).toContain('Examples:');
+      // The global options its examples use are listed in its own help.
+      expect(text, cmd.name()).toContain('Global Options:');
+      for (const flag of ['--schema <name>', '--key-prefix <prefix>', '--timeout <ms>', '--debug']) {
+        expect(text, `${cmd.name()} ${flag}`).toContain(flag);
+      }
+    }
+    expect(program.commands.map((c) => c.name())).toEqual(
+      expect.arrayContaining([
+        'migrate',
+        'ls',
+        'show',
+        'release',
+        'audit',
+        'prune',
+        'watch',
+        'serve',
+        'demo',
+      ]),
+    );
+    for (const code of [
+      '8  port in use',
+      '9  unknown database',
+      '10 authentication failed',
+      '11 host name does not resolve',
+      '12 connection refused',
+    ]) {
+      expect(root).toContain(code);
     }
   });
 
@@ -333,6 +584,40 @@ describe('worklease serve', () => {
     } finally {
       expect(await serve.stop()).toBe(0);
     }
+  });
+});
+
+describe('worklease serve: port errors', () => {
+  let taken: Server;
+  let port: number;
+  beforeAll(async () => {
+    taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', () => resolve()));
+    port = (taken.address() as { port: number }).port;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => taken.close(resolve));
+  });
+
+  it('a port in use: exit 8 and the way out (--port 0), for serve and before the demo starts its backend', async () => {
+    const [serve, demo] = await Promise.all([
+      run(['serve', '--connect', PG_URL, '--schema', ns, '--port', String(port)]),
+      run(['demo', '--port', String(port)]),
+    ]);
+    for (const r of [serve, demo]) {
+      expect(r.code).toBe(8);
+      expect(errorLine(r.stderr)).toBe(
+        `worklease: INVALID_ARGUMENT: cannot serve the console on 127.0.0.1:${port}: the port is in use (EADDRINUSE) — stop the other process, or use another --port (--port 0 picks a free one)`,
+      );
+    }
+  });
+
+  it('an invalid port: exit 2 naming --port, not an internal error', async () => {
+    const r = await run(['serve', '--connect', PG_URL, '--port', '99999']);
+    expect(r.code).toBe(2);
+    expect(errorLine(r.stderr)).toBe(
+      "worklease: INVALID_ARGUMENT: option '--port <port>' argument '99999' is invalid. expected a port from 0 to 65535 (0 picks a free one).",
+    );
   });
 });
 

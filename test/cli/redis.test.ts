@@ -64,11 +64,42 @@ describe('worklease on Redis', () => {
     expect(BigInt(released.fencingToken) > tokens['job/2']!).toBe(true);
   });
 
-  it('exits 5 quickly when Redis is unreachable', async () => {
+  it('a refused connection: exit 12 naming ECONNREFUSED (not only "Connection is closed"), quickly', async () => {
     const r = await run(['ls', 'redis://:hunter2@127.0.0.1:1', '--timeout', '2000']);
-    expect(r.code).toBe(5);
+    expect(r.code).toBe(12);
     expect(r.ms).toBeLessThan(15_000);
-    expect(r.stderr).toMatch(/^worklease: BACKEND_UNAVAILABLE: [^\n]*\n$/);
+    expect(r.stderr).toMatch(
+      /^worklease: BACKEND_UNAVAILABLE: open on redis:\/\/:\*\*\*@127\.0\.0\.1:1\?keyPrefix=worklease failed: connect ECONNREFUSED 127\.0\.0\.1:1 \(Connection is closed\) — nothing listens there[^\n]*\n$/,
+    );
     expect(r.stderr).not.toContain('hunter2');
+  });
+
+  it('a DNS failure: exit 11 naming ENOTFOUND; --debug shows the socket error', async () => {
+    const r = await run(['ls', 'redis://nohost.invalid:6379', '--timeout', '5000', '--debug']);
+    expect(r.code).toBe(11);
+    const [first, ...rest] = r.stderr.trim().split('\n');
+    expect(first).toMatch(
+      /^worklease: BACKEND_UNAVAILABLE: open on redis:\/\/nohost\.invalid:6379\?keyPrefix=worklease failed: getaddrinfo ENOTFOUND nohost\.invalid .*— check the host name/,
+    );
+    expect(rest.join('\n')).toMatch(/getaddrinfo ENOTFOUND nohost\.invalid/);
+  });
+
+  it('ls --limit prints "N of M"; audit and a prune dry run work on Redis too', async () => {
+    const [ls, audit, prune] = await Promise.all([
+      run(['ls', `${REDIS_URL}?keyPrefix=${ns}`, '--limit', '1']),
+      run(['audit', REDIS_URL, '--key-prefix', ns, '--work-id', 'job/2', '--json']),
+      run(['prune', REDIS_URL, '--key-prefix', ns, '--older-than', '0s']),
+    ]);
+    expect(ls.code).toBe(0);
+    expect(ls.stdout.trim().split('\n').at(-1)).toMatch(/^1 of 2 leases \(first 1 by work id\)/);
+    expect(audit.code).toBe(0);
+    expect(JSON.parse(audit.stdout)).toEqual([
+      expect.objectContaining({ workId: 'job/2', oldToken: '1', newToken: '2', reason: 'test' }),
+    ]);
+    expect(prune.code).toBe(0);
+    // job/2 was force-released above; blob/1 is live.
+    expect(prune.stdout).toMatch(/^job\/2\s+force-released/m);
+    expect(prune.stdout).toMatch(/dry run: 1 work item ended .* would be pruned/);
+    expect(await backend.admin.get('job/2')).not.toBeNull();
   });
 });

@@ -9,6 +9,9 @@
  * and a wait measured on the server's clock, and every refused call is
  * followed by a check that the stored lease did not change.
  */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type {
   BackendKind,
@@ -30,6 +33,8 @@ import {
   LeaseHeldError,
   MAX_ID_LENGTH,
   NotFoundError,
+  openBackend,
+  SchemaMismatchError,
   WorkleaseError,
 } from '../../src/index.ts';
 import { allTargets, type BackendTarget, openIsolated, uniqueNamespace } from '../support/backends.ts';
@@ -190,7 +195,8 @@ export function defineConformance(target: BackendTarget): void {
 
     it('reports its kind, URL and checkpoint size limit', () => {
       expect(b.kind).toBe(target.kind);
-      expect(b.url).toBe(target.url);
+      // The effective namespace is part of the reported URL (see the URL grammar block below).
+      expect(b.url).toBe(`${target.url}?${namespaceOption(target)}=${namespace}`);
       expect(b.maxStateBytes).toBe(MAX_STATE);
     });
 
@@ -1538,4 +1544,217 @@ export function defineConformance(target: BackendTarget): void {
       });
     });
   });
+}
+
+/** The URL query option that names a backend's namespace: `schema` (Postgres, PGlite) or `keyPrefix` (Redis). */
+function namespaceOption(target: BackendTarget): 'schema' | 'keyPrefix' {
+  return target.kind === 'postgres' || target.kind === 'pglite' ? 'schema' : 'keyPrefix';
+}
+
+function withQuery(url: string, query: string): string {
+  return `${url}${url.includes('?') ? '&' : '?'}${query}`;
+}
+
+/**
+ * One URL grammar (src/backends/url.ts): the query options of a backend URL are
+ * the open options of the same name, on every backend. A URL's namespace is
+ * never silently dropped: the data goes where the URL says, and `backend.url`
+ * says where that is.
+ */
+export function defineUrlGrammar(target: BackendTarget): void {
+  describe(`backend URL query options on ${target.kind}`, () => {
+    const option = namespaceOption(target);
+    const other = option === 'schema' ? 'keyPrefix' : 'schema';
+    const ns = uniqueNamespace(`url_${target.kind.replace('-', '_')}`);
+    const missing = uniqueNamespace('url_missing');
+    /** PGlite's memory databases are one per open: this test needs one that two opens share. */
+    let dir: string | null = null;
+    let base = target.url;
+
+    beforeAll(async () => {
+      if (target.kind === 'pglite') {
+        dir = await mkdtemp(join(tmpdir(), 'wl-url-'));
+        base = `pglite://${dir}`;
+      }
+    });
+
+    afterAll(async () => {
+      if (dir !== null) await rm(dir, { recursive: true, force: true });
+      else await dropNamespace(target, ns);
+    });
+
+    it('stores under the namespace the URL names, and reports it in backend.url', async () => {
+      const viaUrl = await openBackend(withQuery(base, `${option}=${ns}`), { maxStateBytes: 2048 });
+      const w = 'url-namespace';
+      try {
+        expect(viaUrl.url).toBe(`${base}?${option}=${ns}`);
+        await viaUrl.acquire(w, 'h1', LIVE);
+      } finally {
+        await viaUrl.close();
+      }
+      // The same namespace given as an option (and, the same value, in the URL too) sees that lease.
+      const viaOption = await openBackend(withQuery(base, `${option}=${ns}`), {
+        [option]: ns,
+        migrate: false,
+      });
+      try {
+        expect(await viaOption.admin.get(w)).toMatchObject({ workId: w, holderId: 'h1', fencingToken: 1n });
+      } finally {
+        await viaOption.close();
+      }
+    });
+
+    it('with migrate off, a URL naming a namespace without data is SCHEMA_MISMATCH about that namespace', async () => {
+      const err = await openBackend(withQuery(base, `${option}=${missing}`), { migrate: false }).then(
+        (b) => b.close().then(() => null),
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SchemaMismatchError);
+      expect((err as Error).message).toContain(missing);
+    });
+
+    it('takes the numeric open options from the URL', async () => {
+      const b = await openBackend(withQuery(base, `${option}=${ns}&maxStateBytes=16&callTimeoutMs=5000`), {
+        migrate: false,
+      });
+      try {
+        expect(b.maxStateBytes).toBe(16);
+        const rec = await b.acquire('url-numeric', 'h1', LIVE);
+        await expect(b.checkpoint(rec, new Uint8Array(17), LIVE)).rejects.toMatchObject({
+          code: ErrorCode.INVALID_ARGUMENT,
+        });
+      } finally {
+        await b.close();
+      }
+    });
+
+    it('refuses unknown, misplaced, repeated and conflicting options before any I/O', async () => {
+      const before = dir === null ? null : await readdir(dir);
+      const cases: Array<[string, string, OpenOptions, RegExp]> = [
+        [
+          'a typo',
+          withQuery(base, `shema=${ns}`),
+          {},
+          new RegExp(`unknown option 'shema'.*known for ${target.kind}: .*${option}`),
+        ],
+        [
+          'the other backend kind',
+          withQuery(base, `${other}=${ns}`),
+          {},
+          new RegExp(`unknown option '${other}'`),
+        ],
+        ['given twice', withQuery(base, `${option}=${ns}&${option}=${ns}`), {}, /given twice/],
+        [
+          'URL and options differ',
+          withQuery(base, `${option}=${ns}`),
+          { [option]: missing },
+          /in the backend URL but/,
+        ],
+        ['a bad number', withQuery(base, 'callTimeoutMs=soon'), {}, /callTimeoutMs must be a whole number/],
+        ['migrate in the URL', withQuery(base, 'migrate=false'), {}, /unknown option 'migrate'/],
+      ];
+      for (const [label, url, options, message] of cases) {
+        const err = await openBackend(url, options).then(
+          (b) => b.close().then(() => null),
+          (e: unknown) => e,
+        );
+        expect(summarize(err), label).toMatchObject({ code: ErrorCode.INVALID_ARGUMENT });
+        expect(err, label).toBeInstanceOf(InvalidArgumentError);
+        expect((err as Error).message, label).toMatch(message);
+      }
+      // Nothing was created for a refused URL.
+      if (dir !== null) expect(await readdir(dir)).toEqual(before);
+    });
+
+    it('redacts a password in backend.url and in messages', async () => {
+      if (target.kind === 'pglite') return expect(base).not.toContain('@');
+      // A wrong password on a URL whose server needs none (or refuses it): whatever the outcome, no secret leaks.
+      const url = target.url.replace('://', '://wl_nobody:s3cret-pw@');
+      const result = await openBackend(withQuery(url, `${option}=${missing}`), {
+        migrate: false,
+        callTimeoutMs: 3000,
+      }).then(
+        async (b) => {
+          const shown = b.url;
+          await b.close();
+          return shown;
+        },
+        (e: unknown) => (e as Error).message,
+      );
+      expect(result).not.toContain('s3cret-pw');
+      expect(result).toContain(missing);
+    });
+  });
+}
+
+/**
+ * `admin.count`: the total a `list` with the same filters pages through, on
+ * every backend (what `worklease ls --limit` prints as "N of M").
+ */
+export function defineCount(target: BackendTarget): void {
+  describe(`admin.count on ${target.kind}`, () => {
+    const ns = uniqueNamespace(`cnt_${target.kind.replace('-', '_')}`);
+    let b: LeaseBackend;
+
+    beforeAll(async () => {
+      b = await openIsolated(target, ns);
+    });
+
+    afterAll(async () => {
+      await b?.close();
+      await dropNamespace(target, ns);
+    });
+
+    async function listed(options: { workIdPrefix?: string; holderId?: string } = {}): Promise<number> {
+      let n = 0;
+      let cursor: string | null = null;
+      do {
+        const page: LeasePage = await b.admin.list({ ...options, cursor, limit: 2 });
+        n += page.items.length;
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      return n;
+    }
+
+    it('counts what list returns, with the same prefix and holder filters; pruned items are gone from both', async () => {
+      expect(await b.admin.count()).toBe(0);
+      await b.acquire('a/1', 'h1', LIVE);
+      await b.acquire('a/2', 'h2', LIVE);
+      await b.acquire('a/3', 'h1', LIVE);
+      await b.acquire('ab', 'h1', LIVE);
+      const ended = await b.acquire('b/1', 'h2', LIVE);
+      await b.release(ended);
+      const cases: Array<[{ workIdPrefix?: string; holderId?: string }, number]> = [
+        [{}, 5],
+        [{ workIdPrefix: 'a/' }, 3],
+        [{ workIdPrefix: 'a' }, 4],
+        [{ workIdPrefix: 'zzz' }, 0],
+        [{ holderId: 'h1' }, 3],
+        [{ holderId: 'h2', workIdPrefix: 'b/' }, 1],
+        [{ workIdPrefix: '' }, 5],
+      ];
+      for (const [options, n] of cases) {
+        expect(await b.admin.count(options), JSON.stringify(options)).toBe(n);
+        expect(await listed(options), JSON.stringify(options)).toBe(n);
+      }
+      await waitPastServer(b);
+      expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
+      expect(await b.admin.count()).toBe(4);
+      expect(await b.admin.count({ workIdPrefix: 'b/' })).toBe(0);
+    });
+
+    it('refuses bad filters with INVALID_ARGUMENT', async () => {
+      for (const options of [{ holderId: '' }, { workIdPrefix: 7 }, { limit: 3 }] as never[]) {
+        await expect(b.admin.count(options), JSON.stringify(options)).rejects.toBeInstanceOf(
+          InvalidArgumentError,
+        );
+      }
+    });
+  });
+}
+
+/** A little more than a millisecond of server time, so a lease that just ended is older than "0 ms ago". */
+async function waitPastServer(b: LeaseBackend): Promise<void> {
+  const start = (await b.admin.serverTime()).getTime();
+  while ((await b.admin.serverTime()).getTime() <= start + 2) await sleep(5);
 }

@@ -1,3 +1,5 @@
-import { defineConformance, targetFor } from './contract.ts';
+import { defineConformance, defineCount, defineUrlGrammar, targetFor } from './contract.ts';
 
 defineConformance(targetFor('postgres'));
+defineUrlGrammar(targetFor('postgres'));
+defineCount(targetFor('postgres'));

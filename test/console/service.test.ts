@@ -273,6 +273,27 @@ describe('console service on PostgreSQL', () => {
     }
   });
 
+  it("reads URLs with the library's grammar: unknown and conflicting options are refused before anything is saved", async () => {
+    const service = createConsoleService({ backendOptions: { schema: ns } });
+    try {
+      // The same schema in the URL and in the service's options is fine.
+      const ok = await call(service, 'connections.test', { url: `${PG_URL}?schema=${ns}` });
+      expect(ok.kind).toBe('postgres');
+      for (const url of [`${PG_URL}?shema=${ns}`, `${PG_URL}?schema=other_${ns}`, `${PG_URL}?keyPrefix=x`]) {
+        expect(await codeOf(service.call('connections.test', { url })), url).toBe('INVALID_ARGUMENT');
+        expect(
+          await codeOf(
+            service.call('connections.add', { name: 'typo', url, readOnly: false, environment: '' }),
+          ),
+          url,
+        ).toBe('INVALID_ARGUMENT');
+      }
+      expect(service.connections()).toEqual([]);
+    } finally {
+      await service.close();
+    }
+  });
+
   it('derives statuses by the server clock even when the local clock is 5 minutes off', async () => {
     const skew = 5 * 60_000;
     const service = createConsoleService({

@@ -7,23 +7,24 @@
  * `callTimeoutMs` does not apply: the database runs in this thread and cannot
  * be unreachable.
  */
-import { mkdir } from 'node:fs/promises';
+import { access, mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
-import { InvalidArgumentError } from '../../lease/errors.ts';
+import { InvalidArgumentError, NotFoundError } from '../../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
-import { checkDurability, createBackend, type LeaseDriver, resolveOptions } from '../common.ts';
+import { createBackend, type LeaseDriver, resolveTarget } from '../common.ts';
 import type { Row, SqlClient, SqlQuery, Statement, TextRow } from '../sql/client.ts';
 import { openSqlDriver } from '../sql/driver.ts';
 import { classifySqlError } from '../sql/errors.ts';
 import { checkSchema, migrateSchema } from '../sql/migrations.ts';
-import { parseBackendUrl } from '../url.ts';
+import { migrateCommandFor, parseBackendUrl, resolveBackendUrl } from '../url.ts';
 
 /** Where the data lives: `memory` or an absolute directory. */
 export function pgliteLocation(url: string): { dataDir: string | null } {
   const { kind, redacted } = parseBackendUrl(url);
   if (kind !== 'pglite') throw new InvalidArgumentError(`not a PGlite URL: ${redacted}`);
-  const rest = url.slice('pglite:'.length);
+  // Query options (`?schema=`) are not part of the location.
+  const rest = resolveBackendUrl(url).driverUrl.slice('pglite:'.length);
   if (rest === '//memory' || rest === '//memory/') return { dataDir: null };
   if (!rest.startsWith('///')) {
     throw new InvalidArgumentError(
@@ -134,15 +135,21 @@ class PgliteClient implements SqlClient {
 
 /**
  * Opens an embedded PGlite lease backend: `pglite://memory` (gone on close) or
- * `pglite:///absolute/dir` (kept on disk; the directory is created if missing).
+ * `pglite:///absolute/dir` (kept on disk; with `migrate` the directory is created
+ * if missing, without it a directory that holds no database is NOT_FOUND and
+ * nothing is created: an inspection must not leave a new database behind a typo).
  * One process at a time may open a directory.
  */
 export async function openPglite(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
-  const { redacted } = parseBackendUrl(url);
-  const { dataDir } = pgliteLocation(url);
-  const o = resolveOptions(options);
-  checkDurability('pglite', o.durability);
-  if (dataDir !== null) await mkdir(dataDir, { recursive: true });
+  const { address, options: o, url: redacted } = resolveTarget(url, options, ['pglite'], 'PGlite');
+  const { dataDir } = pgliteLocation(address.driverUrl);
+  if (dataDir !== null && o.migrate) await mkdir(dataDir, { recursive: true });
+  else if (dataDir !== null && !(await exists(path.join(dataDir, 'PG_VERSION')))) {
+    throw new NotFoundError(
+      `no PGlite database in ${dataDir}; create it with \`${migrateCommandFor(redacted)}\``,
+      { details: { reason: 'unknown-database', dataDir } },
+    );
+  }
   let db: PGlite;
   try {
     db = dataDir === null ? await PGlite.create() : await PGlite.create(dataDir);
@@ -160,4 +167,13 @@ export async function openPglite(url: string, options: OpenOptions = {}): Promis
     throw err;
   }
   return createBackend(driver, o.maxStateBytes);
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await access(file);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -9,14 +9,13 @@
  * attached so an idle connection dying never crashes the process.
  */
 import pg from 'pg';
-import { BackendUnavailableError, InvalidArgumentError } from '../../lease/errors.ts';
+import { BackendUnavailableError } from '../../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
-import { checkDurability, createBackend, type LeaseDriver, resolveOptions } from '../common.ts';
+import { createBackend, type LeaseDriver, resolveTarget } from '../common.ts';
 import type { Row, SqlClient, SqlQuery, Statement, TextRow } from '../sql/client.ts';
 import { openSqlDriver } from '../sql/driver.ts';
 import { classifySqlError, isConnectionError } from '../sql/errors.ts';
 import { checkSchema, migrateSchema } from '../sql/migrations.ts';
-import { parseBackendUrl } from '../url.ts';
 
 /** The `application_name` of a backend's connections; lets operators (and tests) find exactly them. */
 export function applicationName(schema: string): string {
@@ -152,20 +151,17 @@ class PgClient implements SqlClient {
 
 /**
  * Opens a PostgreSQL lease backend. `url` is a `postgres://` or `postgresql://`
- * connection URL (any `pg` connection-string parameter works). The tables live
- * in the schema `options.schema` (default `worklease`), created or upgraded on
- * open unless `options.migrate` is false.
+ * connection URL with the query options of url.ts (`?schema=`, `?sslmode=`, …).
+ * The tables live in the schema `schema` (URL or options; default `worklease`),
+ * created or upgraded on open unless `options.migrate` is false.
  */
 export async function openPostgres(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
-  const { kind, redacted } = parseBackendUrl(url);
-  if (kind !== 'postgres') throw new InvalidArgumentError(`not a PostgreSQL URL: ${redacted}`);
-  const o = resolveOptions(options);
-  checkDurability('postgres', o.durability);
+  const { address, options: o, url: redacted } = resolveTarget(url, options, ['postgres'], 'PostgreSQL');
   // synchronous_commit is a session setting: every pooled connection starts with it (docs/durability.md).
   const sync =
     o.durability.synchronousCommit === null ? '' : ` -c synchronous_commit=${o.durability.synchronousCommit}`;
   const pool = new pg.Pool({
-    connectionString: url,
+    connectionString: address.driverUrl,
     max: o.poolSize,
     application_name: applicationName(o.schema),
     // The server cancels a statement that runs past the call timeout, so a

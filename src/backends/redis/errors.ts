@@ -13,7 +13,7 @@ import {
   InternalError,
   WorkleaseError,
 } from '../../lease/errors.ts';
-import { SOCKET_ERRNOS } from '../errno.ts';
+import { type ConnectReason, ERRNO_REASON, SOCKET_ERRNOS, socketErrno } from '../errno.ts';
 
 type Verdict = typeof ErrorCode.BACKEND_UNAVAILABLE | typeof ErrorCode.FORBIDDEN | typeof ErrorCode.INTERNAL;
 
@@ -76,15 +76,56 @@ function verdictOf(err: unknown): Verdict {
   return ErrorCode.INTERNAL;
 }
 
-/** Maps an ioredis failure of `op` to a worklease error; worklease errors pass through unchanged. */
-export function classifyRedisError(err: unknown, op: string, url: string): WorkleaseError {
+/** The error itself or, for the cluster's "Failed to refresh slots cache", the last node's error, if it has a socket errno. */
+function withErrno(err: unknown, depth = 0): unknown {
+  if (socketErrno(err) !== undefined) return err;
+  const inner =
+    typeof err === 'object' && err !== null ? (err as { lastNodeError?: unknown }).lastNodeError : undefined;
+  return inner === undefined || inner === null || depth > 3 ? undefined : withErrno(inner, depth + 1);
+}
+
+/** Reply prefixes that mean the login itself failed. */
+const AUTH_PREFIXES = new Set(['NOAUTH', 'WRONGPASS']);
+
+/**
+ * Maps an ioredis failure of `op` to a worklease error; worklease errors pass
+ * through unchanged. ioredis rejects a call on a connection that never came up
+ * with only "Connection is closed." (standalone) or "None of startup nodes is
+ * available" (cluster), and reports the reason (ENOTFOUND, ECONNREFUSED, …) as
+ * an 'error' / 'node error' event: `socketError` is the last one seen, so the
+ * message and `details.reason` say why.
+ */
+export function classifyRedisError(
+  err: unknown,
+  op: string,
+  url: string,
+  socketError: unknown = undefined,
+): WorkleaseError {
   if (err instanceof WorkleaseError) return err;
   const message = err instanceof Error ? err.message : String(err);
-  switch (verdictOf(err)) {
-    case ErrorCode.BACKEND_UNAVAILABLE:
-      return new BackendUnavailableError(`${op} on ${url} failed: ${message}`, { cause: err });
-    case ErrorCode.FORBIDDEN:
-      return new ForbiddenError(`${op} on ${url} was refused by the server: ${message}`, { cause: err });
+  const verdict = verdictOf(err);
+  switch (verdict) {
+    case ErrorCode.BACKEND_UNAVAILABLE: {
+      const why = socketErrno(err) === undefined ? withErrno(socketError) : undefined;
+      const errno = socketErrno(err) ?? socketErrno(why);
+      const details: Record<string, unknown> = {};
+      if (errno !== undefined) details.code = errno;
+      const reason: ConnectReason | undefined = errno === undefined ? undefined : ERRNO_REASON[errno];
+      if (reason !== undefined) details.reason = reason;
+      const text = why instanceof Error ? `${why.message} (${message.replace(/\.$/, '')})` : message;
+      return new BackendUnavailableError(`${op} on ${url} failed: ${text}`, {
+        cause: why ?? err,
+        ...(Object.keys(details).length === 0 ? {} : { details }),
+      });
+    }
+    case ErrorCode.FORBIDDEN: {
+      const prefix = /^[A-Z]+/.exec(message)?.[0] ?? '';
+      const details = AUTH_PREFIXES.has(prefix) ? { details: { code: prefix, reason: 'auth' } } : {};
+      return new ForbiddenError(`${op} on ${url} was refused by the server: ${message}`, {
+        cause: err,
+        ...details,
+      });
+    }
     default:
       return new InternalError(`${op} on ${url} failed unexpectedly: ${message}`, { cause: err });
   }

@@ -45,13 +45,14 @@ import type {
   StatePage,
 } from '../../lease/types.ts';
 import {
-  checkDurability,
   createBackend,
   type DriverListOptions,
   type LeaseDriver,
   type ResolvedOptions,
-  resolveOptions,
+  resolveTarget,
 } from '../common.ts';
+import { socketErrno } from '../errno.ts';
+import { migrateCommandFor } from '../url.ts';
 import {
   createClient,
   createSubscriber,
@@ -312,7 +313,7 @@ class RedisDriver implements LeaseDriver {
     if (meta[0] === null || meta[0] === undefined) {
       if (!migrate) {
         throw new SchemaMismatchError(
-          `no worklease data under ${where}: run \`worklease migrate ${this.url}\` (with this key prefix) first`,
+          `no worklease data under ${where}: run \`${migrateCommandFor(this.url)}\` first`,
           { details: { keyPrefix: this.prefix, found: null, expected: LAYOUT_VERSION } },
         );
       }
@@ -756,6 +757,35 @@ class RedisDriver implements LeaseDriver {
    * last work id returned (or the frontier), so an item that exists for the whole walk is returned
    * exactly once, whatever is written meanwhile.
    */
+  /**
+   * Without a holder filter: ZLEXCOUNT of each bucket's id index (pruned items are removed from
+   * it), all buckets in parallel, so nothing but counts crosses the network. The holder is only in
+   * the lease hashes, so with a holder filter the matching pages are walked (10 000 a round).
+   */
+  async count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number> {
+    if (holderId !== undefined) {
+      let n = 0;
+      let cursor: string | null = null;
+      do {
+        const page = await this.list({ cursor, limit: 10_000, workIdPrefix, holderId });
+        n += page.items.length;
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      return n;
+    }
+    const L = this.layout;
+    const min: Arg = workIdPrefix === undefined ? '-' : `[${workIdPrefix}`;
+    // As in list: every UTF-8 string that starts with the prefix sorts before prefix + 0xFF.
+    const max: Arg =
+      workIdPrefix === undefined
+        ? '+'
+        : Buffer.concat([Buffer.from(`[${workIdPrefix}`, 'utf8'), Buffer.from([0xff])]);
+    const counts = await Promise.all(
+      L.ids.map((key) => this.send<number>('count', 'zlexcount', [key, min, max])),
+    );
+    return counts.reduce((a, b) => a + Number(b), 0);
+  }
+
   async list(options: DriverListOptions): Promise<LeasePage> {
     const L = this.layout;
     let after = options.cursor === null ? null : decodeListCursor(options.cursor);
@@ -1131,19 +1161,28 @@ async function connect(client: RedisClient, target: RedisTarget, timeoutMs: numb
  * layout is a SchemaMismatchError.
  */
 export async function openRedis(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
-  const o = resolveOptions(options);
-  const target = parseRedisUrl(url);
-  checkDurability(target.kind, o.durability);
+  const {
+    address,
+    options: o,
+    url: effective,
+  } = resolveTarget(url, options, ['redis', 'redis-cluster'], 'Redis');
+  const target = { ...parseRedisUrl(address.driverUrl), redacted: effective };
   const client = createClient(target, o);
   // Failures reach callers through the calls; an unhandled 'error' event would crash the process.
-  client.on('error', () => {});
+  // The last socket error is kept: it is the only place ioredis says why a connection never came up.
+  let socketError: unknown;
+  const onSocketError = (err: unknown): void => {
+    // Later wrappers ("Failed to refresh slots cache.") must not hide the errno seen before them.
+    if (socketErrno(err) !== undefined || socketError === undefined) socketError = err;
+  };
+  client.on('error', onSocketError);
   const driver = new RedisDriver(client, target, o);
   try {
     await connect(client, target, o.callTimeoutMs);
     await driver.checkLayout(o.migrate);
   } catch (err) {
     client.disconnect();
-    throw classifyRedisError(err, 'open', target.redacted);
+    throw classifyRedisError(err, 'open', target.redacted, socketError);
   }
   return createBackend(driver, o.maxStateBytes);
 }

@@ -23,7 +23,8 @@ import type {
   StatePage,
 } from '../../lease/types.ts';
 import type { DriverListOptions, LeaseDriver } from '../common.ts';
-import type { Row, SqlClient, TextRow } from './client.ts';
+import type { Row, SqlClient, Statement, TextRow } from './client.ts';
+import { countStatement } from './count.ts';
 import {
   decodeChangeCursor,
   decodeListCursor,
@@ -74,12 +75,14 @@ export class SqlLeaseDriver implements LeaseDriver {
   readonly url: string;
   readonly #client: SqlClient;
   readonly #sql: Statements;
+  readonly #count: Statement;
 
   constructor(kind: BackendKind, url: string, client: SqlClient, schema: string, serverVersionNum: number) {
     this.kind = kind;
     this.url = url;
     this.#client = client;
     this.#sql = buildStatements(schema, { serverVersionNum });
+    this.#count = countStatement(schema);
   }
 
   async acquire(
@@ -199,6 +202,16 @@ export class SqlLeaseDriver implements LeaseDriver {
       items,
       nextCursor: rows.length > options.limit && last !== undefined ? encodeListCursor(last.workId) : null,
     };
+  }
+
+  async count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number> {
+    const below = workIdPrefix === undefined ? undefined : prefixUpperBound(workIdPrefix);
+    const rows = await this.#client.query(this.#count, [
+      workIdPrefix ?? null,
+      below ?? null,
+      holderId ?? null,
+    ]);
+    return Number(rows[0]?.n ?? 0);
   }
 
   async forceRelease(

@@ -6,13 +6,21 @@
  */
 import {
   BackendUnavailableError,
+  ForbiddenError,
   InternalError,
+  NotFoundError,
   SchemaMismatchError,
   WorkleaseError,
 } from '../../lease/errors.ts';
-import { SOCKET_ERRNOS } from '../errno.ts';
+import { type ConnectReason, ERRNO_REASON, SOCKET_ERRNOS, socketErrno } from '../errno.ts';
+import { migrateCommandFor } from '../url.ts';
 
-type Verdict = 'unavailable' | 'schema' | 'internal';
+/**
+ * `unknown-database` and `auth` are final (retrying with the same URL cannot
+ * help) and say what the operator has to fix; the message keeps the server's
+ * own words (`role "x" does not exist`, `password authentication failed …`).
+ */
+type Verdict = 'unavailable' | 'schema' | 'unknown-database' | 'auth' | 'internal';
 
 /** Exact SQLSTATEs. Checked before the class table below. */
 const SQLSTATE: Record<string, Verdict> = {
@@ -27,6 +35,10 @@ const SQLSTATE: Record<string, Verdict> = {
   '25006': 'unavailable', // read_only_sql_transaction: connected to a standby during failover
   '3F000': 'schema', // invalid_schema_name: schema dropped under a running backend
   '42P01': 'schema', // undefined_table
+  '3D000': 'unknown-database', // invalid_catalog_name: the URL's database does not exist
+  '28000': 'auth', // invalid_authorization_specification: unknown role, or pg_hba.conf rejects it
+  '28P01': 'auth', // invalid_password
+  '42501': 'auth', // insufficient_privilege (for example no CONNECT on the database)
 };
 
 /** SQLSTATE classes (first two characters). */
@@ -51,6 +63,7 @@ const PG_CLIENT_MESSAGES = [
 
 function verdict(err: unknown): Verdict {
   if (typeof err !== 'object' || err === null) return 'internal';
+  if (socketErrno(err) !== undefined) return 'unavailable';
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (SOCKET_ERRNOS.has(code)) return 'unavailable';
@@ -74,16 +87,33 @@ export function isConnectionError(err: unknown): boolean {
 /** Turns a client error into the project's error classes; worklease errors pass through unchanged. */
 export function classifySqlError(err: unknown, what: string, url: string): WorkleaseError {
   if (err instanceof WorkleaseError) return err;
-  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
-  const details = typeof code === 'string' ? { code } : undefined;
-  const message = err instanceof Error ? err.message : String(err);
-  const options = details === undefined ? { cause: err } : { cause: err, details };
-  switch (verdict(err)) {
+  const errno = socketErrno(err);
+  const own = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+  const code = errno ?? own;
+  const v = verdict(err);
+  const reason: ConnectReason | undefined =
+    v === 'unknown-database' || v === 'auth' ? v : errno === undefined ? undefined : ERRNO_REASON[errno];
+  const details: Record<string, unknown> = {};
+  if (typeof code === 'string') details.code = code;
+  if (reason !== undefined) details.reason = reason;
+  // An AggregateError's own message is empty: name the first address's failure instead.
+  const message =
+    err instanceof AggregateError && err.message === ''
+      ? String((err.errors[0] as Error | undefined)?.message ?? errno ?? 'connection failed')
+      : err instanceof Error
+        ? err.message
+        : String(err);
+  const options = Object.keys(details).length === 0 ? { cause: err } : { cause: err, details };
+  switch (v) {
     case 'unavailable':
       return new BackendUnavailableError(`${what} failed: ${url} is unavailable (${message})`, options);
+    case 'unknown-database':
+      return new NotFoundError(`${what} failed on ${url}: ${message}`, options);
+    case 'auth':
+      return new ForbiddenError(`${what} failed on ${url}: ${message}`, options);
     case 'schema':
       return new SchemaMismatchError(
-        `${what} failed: the worklease tables are missing on ${url} (${message}); run \`worklease migrate <url>\``,
+        `${what} failed: the worklease tables are missing on ${url} (${message}); run \`${migrateCommandFor(url)}\``,
         options,
       );
     case 'internal':

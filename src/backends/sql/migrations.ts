@@ -9,6 +9,7 @@
  * leaves the schema exactly as it was.
  */
 import { SchemaMismatchError } from '../../lease/errors.ts';
+import { migrateCommandFor } from '../url.ts';
 import type { SqlClient, SqlQuery } from './client.ts';
 import { quoteIdent } from './statements.ts';
 
@@ -75,7 +76,7 @@ export const LATEST_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.vers
 const LOCK_CLASS = 0x776c6d; // 'wlm'
 
 function migrateHint(url: string): string {
-  return `run \`worklease migrate ${url}\` with the same schema option, or open with { migrate: true }`;
+  return `run \`${migrateCommandFor(url)}\` to create or upgrade it`;
 }
 
 async function currentVersion(q: SqlQuery, schema: string): Promise<number | null> {

@@ -43,6 +43,31 @@ export function parseStatuses(values: string[] | undefined): Set<LeaseStatus> | 
   return wanted;
 }
 
+type Filter = { holderId?: string | undefined; workIdPrefix?: string | undefined };
+
+function filterOptions(filter: Filter): { holderId?: string; workIdPrefix?: string } {
+  const o: { holderId?: string; workIdPrefix?: string } = {};
+  if (filter.holderId !== undefined) o.holderId = filter.holderId;
+  if (filter.workIdPrefix !== undefined) o.workIdPrefix = filter.workIdPrefix;
+  return o;
+}
+
+/** The first `limit` leases matching the filters (by work id), in pages of at most 10 000. */
+export async function listFirst(backend: LeaseBackend, filter: Filter, limit: number): Promise<LeaseInfo[]> {
+  const items: LeaseInfo[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await backend.admin.list({
+      ...filterOptions(filter),
+      cursor,
+      limit: Math.min(10_000, limit - items.length),
+    });
+    items.push(...page.items);
+    cursor = page.nextCursor;
+  } while (cursor !== null && items.length < limit);
+  return items;
+}
+
 /** Every lease matching the filters, page by page. */
 export async function listAll(
   backend: LeaseBackend,
@@ -70,12 +95,26 @@ export async function lsCommand(
   const wanted = parseStatuses(options.status);
   const thresholds = thresholdsFrom(options);
   await withBackend(url, globals, async (backend) => {
-    const items = await listAll(backend, { holderId: options.holder, workIdPrefix: options.prefix });
+    const filter = { holderId: options.holder, workIdPrefix: options.prefix };
     const serverNow = (await backend.admin.serverTime()).getTime();
-    let rows = items
-      .map((info) => ({ info, status: leaseStatus(rowTimes(info), serverNow, thresholds) }))
-      .filter((r) => wanted === null || wanted.has(r.status));
-    if (options.limit !== undefined) rows = rows.slice(0, options.limit);
+    const withStatus = (items: LeaseInfo[]) =>
+      items.map((info) => ({ info, status: leaseStatus(rowTimes(info), serverNow, thresholds) }));
+    let rows: Array<{ info: LeaseInfo; status: LeaseStatus }>;
+    let total: number;
+    if (options.limit !== undefined && wanted === null) {
+      // Only the first page is read; the total is counted on the server.
+      [rows, total] = await Promise.all([
+        listFirst(backend, filter, options.limit).then(withStatus),
+        backend.admin.count(filterOptions(filter)),
+      ]);
+    } else {
+      // Statuses are derived here (against the server clock), so a status filter needs every row.
+      rows = withStatus(await listAll(backend, filter)).filter(
+        (r) => wanted === null || wanted.has(r.status),
+      );
+      total = rows.length;
+      if (options.limit !== undefined) rows = rows.slice(0, options.limit);
+    }
     if (options.json) {
       await out(
         JSON.stringify(
@@ -87,7 +126,9 @@ export async function lsCommand(
       return;
     }
     if (rows.length === 0) {
-      await out(`no leases match (server time ${new Date(serverNow).toISOString()})`);
+      await out(
+        `no leases match${total > 0 ? ` (0 of ${total})` : ''} (server time ${new Date(serverNow).toISOString()})`,
+      );
       return;
     }
     const body = rows.map(({ info, status }) => [
@@ -108,9 +149,13 @@ export async function lsCommand(
     const summary = LEASE_STATUSES.filter((s) => counts.has(s))
       .map((s) => `${s} ${counts.get(s)}`)
       .join(', ');
+    const shown =
+      rows.length === total
+        ? `${total} lease${total === 1 ? '' : 's'}`
+        : `${rows.length} of ${total} leases (first ${rows.length} by work id)`;
     await out(
       `${table(['WORK ID', 'STATUS', 'HOLDER', 'TOKEN', 'EXPIRES', 'CHECKPOINT', 'STEP'], body)}\n` +
-        `${rows.length} lease${rows.length === 1 ? '' : 's'} (${summary}); server time ${new Date(serverNow).toISOString()}`,
+        `${shown} (${summary}); server time ${new Date(serverNow).toISOString()}`,
     );
   });
 }

@@ -7,10 +7,11 @@
  * on stdout, for the operator who started the command.
  */
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import { parseBackendUrl, redactUrl } from '../../backends/url.ts';
 import { type ConnectionInput, createConsoleService } from '../../console/service.ts';
 import { startDemoConsole } from '../../demo/console.ts';
-import { InvalidArgumentError } from '../../lease/errors.ts';
+import { InvalidArgumentError, WorkleaseError } from '../../lease/errors.ts';
 import type { OpenOptions } from '../../lease/types.ts';
 import { startWebServer } from '../../server/index.ts';
 import { consolePageDir } from '../console-page.ts';
@@ -63,6 +64,58 @@ function connectionName(url: string): string {
   return `${kind} ${rest}`.slice(0, 100);
 }
 
+/**
+ * A listen failure as one operator-sized error: the port taken (exit 8, with
+ * the way out), not allowed, or an address this machine does not have.
+ */
+function listenError(err: unknown, host: string, port: number): unknown {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  const where = `${host}:${port}`;
+  if (code === 'EADDRINUSE') {
+    return new InvalidArgumentError(`cannot serve the console on ${where}: the port is in use (EADDRINUSE)`, {
+      cause: err,
+      details: { code, reason: 'port-in-use', host, port },
+    });
+  }
+  if (code === 'EACCES') {
+    return new InvalidArgumentError(
+      `cannot serve the console on ${where}: not allowed to bind it (EACCES; ports below 1024 need privileges) — use another --port, or --port 0`,
+      { cause: err, details: { code, host, port } },
+    );
+  }
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+    return new InvalidArgumentError(
+      `cannot serve the console on ${where}: --host ${host} is not an address of this machine (${code})`,
+      { cause: err, details: { code, host, port } },
+    );
+  }
+  return err;
+}
+
+/** Binds the console, turning a listen failure into {@link listenError}. */
+async function listen(options: Parameters<typeof startWebServer>[0]): ReturnType<typeof startWebServer> {
+  try {
+    return await startWebServer(options);
+  } catch (err) {
+    if (err instanceof WorkleaseError) throw err;
+    throw listenError(err, options.host ?? '127.0.0.1', options.port ?? 7420);
+  }
+}
+
+/**
+ * Fails fast when the port is taken, before a slow start (the embedded
+ * Postgres of `demo` takes seconds): binds it once and lets it go. Another
+ * process may still take it in between; then {@link listen} reports it.
+ */
+function checkPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', (err) => reject(listenError(err, host, port)));
+    probe.listen(port, host, () => probe.close(() => resolve()));
+  });
+}
+
 function untilSignal(): Promise<string> {
   return new Promise((resolve) => {
     const on = (signal: string): void => {
@@ -84,6 +137,7 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
   const urls = (options.connect?.length ? options.connect : [undefined]).map((u) => resolveUrl(u));
   const token = resolveToken(options.token);
   checkHost(options.host);
+  await checkPortFree(options.host, options.port);
   const connections: ConnectionInput[] = urls.map((url) => ({
     name: connectionName(url),
     url,
@@ -96,7 +150,7 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
     backendOptions: backendOptions(globals),
   });
   try {
-    const server = await startWebServer({
+    const server = await listen({
       service,
       staticDir: await consolePageDir(warn),
       host: options.host,
@@ -125,6 +179,7 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
   const url = resolveUrl(options.backend);
   const token = options.serve ? resolveToken(options.token) : '';
   if (options.serve) checkHost(options.host);
+  if (options.serve) await checkPortFree(options.host, options.port);
   if (parseBackendUrl(url).kind === 'pglite')
     warn(`starting ${redactUrl(url)} (embedded Postgres; this takes a few seconds)`);
   const backend = await openCli(url, globals, true);
@@ -147,12 +202,13 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
   try {
     if (!options.serve) {
       await out(
-        `demo fleet: ${options.workers} workers on ${backend.url}${globals.schema ? ` (schema ${globals.schema})` : ''}\nCtrl-C to stop`,
+        // backend.url names the schema / key prefix itself.
+        `demo fleet: ${options.workers} workers on ${backend.url}\nCtrl-C to stop`,
       );
       await untilSignal();
       return;
     }
-    const server = await startWebServer({
+    const server = await listen({
       service: demo.service,
       staticDir: await consolePageDir(warn),
       host: options.host,
