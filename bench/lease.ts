@@ -12,18 +12,25 @@
  *   on a one-row-per-key table, prepared, on a `pg.Pool` of the same size.
  * - Redis: a one-key Lua script (EVALSHA) that HGETs and HSETs a hash.
  *
- * Usage: npm run bench -- [--backends postgres,redis] [--rounds 3] [--ops 2000]
+ * `redis-wait` measures the `durability` option instead (docs/durability.md): on a private
+ * Redis master + one replica started for it (loopback ports), each call with
+ * `durability: { replicas: 1 }` (a WAIT after acquire, checkpoint, force-release) against the
+ * same call without it, on the same servers, alternating; the ratio is the option's cost.
+ *
+ * Usage: npm run bench -- [--backends postgres,redis,redis-wait] [--rounds 3] [--ops 2000]
  *        [--pg <url>] [--redis <url>] [--pool 16]
  */
 import { randomBytes } from 'node:crypto';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { startReplicatedRedis } from '../src/chaos/servers.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
 
 const { values: args } = parseArgs({
   options: {
-    backends: { type: 'string', default: 'postgres,redis' },
+    backends: { type: 'string', default: 'postgres,redis,redis-wait' },
     rounds: { type: 'string', default: '3' },
     ops: { type: 'string', default: '2000' },
     pg: {
@@ -212,7 +219,68 @@ async function cleanup(
   }
 }
 
-for (const kind of args.backends.split(',')) {
-  if (kind !== 'postgres' && kind !== 'redis') throw new Error(`unknown backend ${kind} (postgres, redis)`);
-  await benchBackend(kind);
+/** The durability option's cost: the same calls with and without WAIT on one private master + replica. */
+async function benchDurability(): Promise<void> {
+  const pair = await startReplicatedRedis();
+  const ns = `bench_${randomBytes(4).toString('hex')}`;
+  const plain = await openBackend(pair.url, { keyPrefix: ns });
+  const durable = await openBackend(pair.url, {
+    keyPrefix: ns,
+    durability: { replicas: 1, timeoutMs: 1000 },
+  });
+  console.log(
+    `\nredis durability (private master + 1 replica at ${pair.url}): durability { replicas: 1 } against none, ${OPS} calls per measurement, median of ${ROUNDS}`,
+  );
+  console.log(
+    `${'call'.padEnd(18)}${'in flight'.padStart(10)}${'durable/s'.padStart(12)}${'plain/s'.padStart(12)}${'ratio'.padStart(8)}`,
+  );
+  let tagNo = 0;
+  try {
+    await rate(500, 64, (i) => durable.acquire(`warm:${i}`, 'w', TTL_MS));
+    // renew does not WAIT (docs/durability.md): its row shows the option costs nothing there.
+    for (const call of ['acquire', 'checkpoint 1 KiB', 'renew'] as const) {
+      for (const inFlight of CONCURRENCY) {
+        const ops = inFlight === 1 ? Math.max(200, Math.floor(OPS / 4)) : OPS;
+        const ratios: number[] = [];
+        const with_: number[] = [];
+        const without: number[] = [];
+        for (let r = 0; r < ROUNDS; r++) {
+          const before = await rate(ops, inFlight, await prepare(plain, call, `p${tagNo++}`, ops, inFlight));
+          const measured = await rate(
+            ops,
+            inFlight,
+            await prepare(durable, call, `d${tagNo++}`, ops, inFlight),
+          );
+          const after = await rate(ops, inFlight, await prepare(plain, call, `p${tagNo++}`, ops, inFlight));
+          const base = (before + after) / 2;
+          with_.push(measured);
+          without.push(base);
+          ratios.push(measured / base);
+        }
+        console.log(
+          `${call.padEnd(18)}${String(inFlight).padStart(10)}${median(with_).toFixed(0).padStart(12)}${median(without).toFixed(0).padStart(12)}${median(ratios).toFixed(2).padStart(7)}x`,
+        );
+      }
+    }
+  } finally {
+    await plain.close();
+    await durable.close();
+    await pair.stop();
+  }
 }
+
+console.log(
+  `load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);
+for (const kind of args.backends.split(',')) {
+  if (kind === 'redis-wait') await benchDurability();
+  else if (kind === 'postgres' || kind === 'redis') await benchBackend(kind);
+  else throw new Error(`unknown backend ${kind} (postgres, redis, redis-wait)`);
+}
+console.log(
+  `load average ${loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')}`,
+);

@@ -152,6 +152,9 @@ async function startRelay(targetPort: number): Promise<Relay> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect({ host: '127.0.0.1', port: targetPort });
+    // As Redis does on its replication link: no Nagle delay (it added ~20-40 ms to every WAIT).
+    client.setNoDelay(true);
+    upstream.setNoDelay(true);
     for (const [from, to] of [
       [client, upstream],
       [upstream, client],

@@ -14,7 +14,6 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BUCKETS, Layout } from '../../src/backends/redis/layout.ts';
 import {
   type RedisServer,
-  type ReplicatedRedis,
   redisCall,
   startRedisServer,
   startReplicatedRedis,
@@ -161,14 +160,13 @@ describe('Redis restarted without persistence mid-run', () => {
 });
 
 describe('failover to a lagging replica', () => {
-  let pair: ReplicatedRedis;
-
   /**
    * Churns on the master in sync (phase A), then with the replica frozen (phase B: acknowledged by
    * the master only), kills the master and promotes the replica, and churns on it (phase C).
    */
   async function run(extra: OpenOptions) {
-    pair = await startReplicatedRedis();
+    // One pair per case, each stopped by its own cleanup.
+    const pair = await startReplicatedRedis();
     cleanups.push(() => pair.stop());
     const items = ['fo-a', 'fo-b', 'fo-c', 'fo-d'];
     const b = await open(pair.url, extra);

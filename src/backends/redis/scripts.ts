@@ -115,8 +115,9 @@ if dataset ~= ARGV[#ARGV] then return {'LOST', dataset} end`;
  * the failover took). A token runs ahead of the clock only when one work item gets more than one new
  * token per µs, which a script taking several µs cannot do, so the floor is a real bound.
  * Arithmetic on decimal strings: Lua numbers are doubles, exact only below 2^53, and a token near
- * 2^53 + 1 must not round. `us` (16 digits until the year 2286) is below 2^53 too, but is built as a
- * string as well (NOW).
+ * 2^53 + 1 must not round. `us` stays below 2^53 until the year 2255, but is built as a string as
+ * well (NOW). `incr` adds 1 to a string of digits (byte 57 is '9', which carries); `larger`
+ * compares two of them without leading zeros (longer is larger, else byte order).
  */
 const TOKENS = `
 local function incr(a)
