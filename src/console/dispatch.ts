@@ -5,6 +5,7 @@
  * stable error code, so the web server and Electron main answer alike.
  */
 import { errorToData, InvalidArgumentError } from '../lease/errors.ts';
+import type { Caller } from './access.ts';
 import {
   type ErrorDataWire,
   isMethodName,
@@ -18,6 +19,7 @@ export async function dispatch(
   service: Pick<ConsoleService, 'handle'>,
   method: unknown,
   params: unknown,
+  caller?: Caller,
 ): Promise<ResponseEnvelope> {
   try {
     if (!isMethodName(method)) {
@@ -28,7 +30,7 @@ export async function dispatch(
     }
     const parsed = methods[method].params.safeParse(params ?? {});
     if (!parsed.success) throw paramsError(method, parsed.error.issues);
-    const result = await service.handle(method, parsed.data as ParsedParams<typeof method>);
+    const result = await service.handle(method, parsed.data as ParsedParams<typeof method>, caller);
     return { ok: true, result };
   } catch (err) {
     return { ok: false, error: errorToData(err) as ErrorDataWire };

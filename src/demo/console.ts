@@ -4,6 +4,7 @@
  * and the desktop app opens it when no profile is saved, so both start the
  * fleet and the service the same way here.
  */
+import type { SharedConsoleOptions } from '../console/access.ts';
 import type { ProfileStore } from '../console/profiles.ts';
 import { type ConsoleService, createConsoleService, splitConsoleUrl } from '../console/service.ts';
 import { openBackend } from '../index.ts';
@@ -20,6 +21,8 @@ export interface DemoConsoleOptions {
   fleet: DemoFleetOptions;
   /** Saved profiles to open beside the demo connection. Default none. */
   profiles?: ProfileStore;
+  /** Served to a browser (`worklease demo`): the shared-console rules. Default: the desktop's local user. */
+  shared?: SharedConsoleOptions;
 }
 
 export interface DemoConsole {
@@ -41,6 +44,7 @@ export function startDemoConsole(backend: LeaseBackend, options: DemoConsoleOpti
   const demoUrl = splitConsoleUrl(options.url).url;
   const service = createConsoleService({
     ...(options.profiles === undefined ? {} : { profiles: options.profiles }),
+    ...(options.shared === undefined ? {} : { shared: options.shared }),
     connections: [
       {
         name: options.name.slice(0, 100),
