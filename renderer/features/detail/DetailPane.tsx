@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
 import { leaseStatus } from '../../../src/console/status.ts';
+import { visible } from '../../../src/console/text.ts';
 import { auditQuery } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { useInfo } from '../../app/hooks.ts';
@@ -51,9 +52,9 @@ export function DetailPane({ connection, row, localNow, onClose }: DetailPanePro
               <StatusBadge status={leaseStatus(row, serverNow, connection.thresholds)} />
             </dd>
             <dt>Work ID</dt>
-            <dd className="mono">{row.workId}</dd>
+            <dd className="mono">{visible(row.workId)}</dd>
             <dt>Holder</dt>
-            <dd className="mono">{row.holderId}</dd>
+            <dd className="mono">{visible(row.holderId)}</dd>
             <dt>Fencing token</dt>
             <dd className="mono">{row.fencingToken}</dd>
             <dt>Step</dt>
@@ -141,12 +142,13 @@ function LeaseAudit({ connectionId, workId }: { connectionId: string; workId: st
       {q.data.map((e) => (
         <li key={e.id}>
           <div>
-            <strong>{e.action}</strong> by <span className="mono">{e.operator}</span> at {formatTime(e.at)}
+            <strong>{e.action}</strong> by <span className="mono">{visible(e.operator)}</span> at{' '}
+            {formatTime(e.at)}
           </div>
           <div className="muted">
-            holder <span className="mono">{e.oldHolderId}</span>, token {e.oldToken} → {e.newToken}
+            holder <span className="mono">{visible(e.oldHolderId)}</span>, token {e.oldToken} → {e.newToken}
           </div>
-          <div>Reason: {e.reason}</div>
+          <div>Reason: {visible(e.reason, '\n')}</div>
         </li>
       ))}
     </ul>
