@@ -267,7 +267,9 @@ export class Authenticator {
     }
     let user: string;
     try {
-      user = checkIdentity(value.trim(), `the ${header} header`);
+      // Node reads header bytes as latin1; proxies send UTF-8 (a name like "José").
+      const utf8 = Buffer.from(value, 'latin1').toString('utf8');
+      user = checkIdentity(utf8.trim(), `the ${header} header`);
     } catch (err) {
       return { ok: false, status: 401, message: (err as Error).message };
     }

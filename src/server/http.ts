@@ -67,6 +67,8 @@ export interface WebServerOptions {
    * with close code {@link CLOSE_RESYNC} and must resync. Default 4 MiB.
    */
   maxBufferedBytes?: number;
+  /** How long a dropped slow client may take to read its close frame before its socket is destroyed, ms. Default 2 000. */
+  slowClientGraceMs?: number;
 }
 
 export interface WebServer {
@@ -129,9 +131,6 @@ function hostForUrl(host: string): string {
 const LOOPBACK = /^(127(\.\d{1,3}){3}|::1|localhost)$/i;
 const WILDCARD = new Set(['0.0.0.0', '::', '[::]', '']);
 
-/** A stalled client's socket is destroyed this long after its resync close frame was queued. */
-const CLOSE_GRACE_MS = 2_000;
-
 /** Starts listening; resolves once the port is bound. */
 export async function startWebServer(options: WebServerOptions): Promise<WebServer> {
   const host = options.host ?? '127.0.0.1';
@@ -153,6 +152,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
   const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024;
   const maxClients = options.maxClients ?? 200;
+  const closeGraceMs = options.slowClientGraceMs ?? 2_000;
   const staticRoot = resolve(options.staticDir ?? defaultStaticDir());
   const { service } = options;
   const readOnly = options.readOnly ?? false;
@@ -544,7 +544,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       // never sees the close frame: its socket is destroyed shortly after, so
       // its backlog is freed.
       ws.close(CLOSE_RESYNC, 'too far behind: reconnect and resync');
-      setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
+      setTimeout(() => ws.terminate(), closeGraceMs).unref();
       return;
     }
     ws.send(data, { binary: false });
@@ -596,9 +596,11 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     // The same machine by its other loopback names, so `http://localhost:PORT` works too.
     if (LOOPBACK.test(host)) for (const h of ['localhost', '127.0.0.1', '[::1]']) hosts.add(`${h}:${port}`);
   }
-  if (publicUrl !== null) hosts.add(publicUrl.host.toLowerCase());
   for (const h of hosts) origins.add(`${scheme}://${h}`);
-  if (publicUrl !== null) origins.add(publicUrl.origin.toLowerCase());
+  if (publicUrl !== null) {
+    hosts.add(publicUrl.host.toLowerCase());
+    origins.add(publicUrl.origin.toLowerCase());
+  }
   const wsOrigins = [...origins].map((o) => o.replace(/^http/, 'ws'));
   csp = [
     "default-src 'self'",
