@@ -5,7 +5,7 @@ import { leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
 import { auditQuery } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
-import { useInfo } from '../../app/hooks.ts';
+import { useInfo, usePermissions } from '../../app/hooks.ts';
 import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
 import { formatAgo, formatBytes, formatDuration, formatExpiresIn, formatTime } from '../../lib/format.ts';
 import { ForceReleaseDialog } from '../force-release/ForceReleaseDialog.tsx';
@@ -25,7 +25,10 @@ export function DetailPane({ connection, row, localNow, onClose }: DetailPanePro
   const info = useInfo().data;
   const [confirming, setConfirming] = useState<LeaseRow | null>(null);
   const serverNow = localNow + connection.clockOffsetMs;
-  const writable = !connection.readOnly && info?.readOnly === false;
+  const perm = usePermissions(connection.id);
+  // The server's answer decides (role, read-only); before it arrives, nothing is offered.
+  const writable = perm?.forceRelease.allowed === true && !connection.readOnly && info?.readOnly === false;
+  const refusal = perm?.forceRelease.allowed === false ? perm.forceRelease.reason : null;
 
   return (
     <aside className="detail" aria-label="Lease details">
@@ -110,9 +113,12 @@ export function DetailPane({ connection, row, localNow, onClose }: DetailPanePro
               <p className="muted">
                 {connection.readOnly
                   ? 'This connection is read-only: force release is not offered.'
-                  : 'The console is read-only: force release is not offered.'}
+                  : info?.readOnly !== false
+                    ? 'The console is read-only: force release is not offered.'
+                    : `Force release is not offered: ${refusal ?? 'checking your permissions…'}`}
               </p>
             )}
+            {perm !== undefined && <p className="muted">Your role here: {perm.role}</p>}
           </div>
           <section aria-label="Checkpoint">
             <h3>Checkpoint</h3>
