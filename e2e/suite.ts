@@ -110,6 +110,11 @@ export function consoleSuite(flavour: BackendFlavour): void {
     it('loads the fleet, keeps the token out of the address bar, and shows a new lease within 1 s', async () => {
       expect(new URL(page.url()).searchParams.has('token')).toBe(false);
       await visible(row('orders/json-1').first(), 10_000);
+      // The session is a cookie of this browser: a link opened in a new tab is signed in, with no token.
+      const tab = await page.context().newPage();
+      await tab.goto(new URL('/', consoleUt.server.origin).href);
+      await visible(tab.getByRole('row', { name: /orders\/json-1/ }).first(), 10_000);
+      await tab.close();
       await page.getByRole('tab', { name: new RegExp(`${flavour}-main`) }).click();
       await visible(row('batch/000'));
 

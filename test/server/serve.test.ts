@@ -97,14 +97,17 @@ async function rawFetch(
 function upgrade(
   port: number,
   headers: Record<string, string>,
-): Promise<{ status: number; ws: WebSocket | null }> {
+): Promise<{ status: number; ws: WebSocket | null; messages: unknown[] }> {
   return new Promise((resolve) => {
     const ws = new WebSocket(`ws://127.0.0.1:${port}/api/events`, { headers });
+    // Collected from the start: the first event can arrive with the 101 response.
+    const messages: unknown[] = [];
+    ws.on('message', (d) => messages.push(JSON.parse(String(d))));
     ws.on('unexpected-response', (_req, res) => {
-      resolve({ status: res.statusCode ?? 0, ws: null });
+      resolve({ status: res.statusCode ?? 0, ws: null, messages });
       ws.terminate();
     });
-    ws.on('open', () => resolve({ status: 101, ws }));
+    ws.on('open', () => resolve({ status: 101, ws, messages }));
     ws.on('error', () => {});
   });
 }
@@ -354,6 +357,22 @@ describe('serve with users, roles, a trusted proxy and connection edits', () => 
     const list = (await call(port, 'connections.list', {}, { 'x-forwarded-email': 'pat@example.com' })).body
       .result as Array<{ id: string }>;
     expect(list.map((c) => c.id)).toEqual([main]);
+    // The event stream is filtered the same way: pat's first event lists 'main' only.
+    const ws = await upgrade(port, { 'x-forwarded-email': 'pat@example.com' });
+    expect(ws.status).toBe(101);
+    const deadline = Date.now() + 5000;
+    while (ws.messages.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 300));
+    ws.ws!.close();
+    const events = ws.messages as Array<{
+      type: string;
+      connections?: Array<{ id: string }>;
+      connection?: { id: string };
+    }>;
+    expect(events[0]?.type).toBe('connections');
+    expect(events[0]?.connections?.map((c) => c.id)).toEqual([main]);
+    // No event of a connection pat cannot see.
+    for (const e of events) if (e.connection !== undefined) expect(e.connection.id).toBe(main);
     const nobody = await call(port, 'console.session', {}, { 'x-forwarded-user': 'mallory' });
     expect(nobody.status).toBe(403);
     const anon = await call(port, 'console.session', {}, {});

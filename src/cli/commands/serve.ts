@@ -236,7 +236,11 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
   const url = resolveUrl(options.backend);
   const resolved = options.serve ? resolveToken(options, true) : null;
   const token = resolved?.token ?? undefined;
-  if (options.serve) checkHost(options.host, false, false);
+  if (options.serve && !(LOOPBACK.has(options.host) || options.host.startsWith('127.'))) {
+    throw new InvalidArgumentError(
+      'worklease demo serves on loopback only; for a console others reach, use worklease serve with TLS',
+    );
+  }
   if (parseBackendUrl(url).kind === 'pglite')
     warn(`starting ${redactUrl(url)} (embedded Postgres; this takes a few seconds)`);
   const backend = await openCli(url, globals, true);
