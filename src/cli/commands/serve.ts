@@ -160,6 +160,10 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
     options.config === undefined
       ? { connections: [], users: [], proxy: null }
       : loadServeConfig(options.config);
+  // It may hold database passwords: say so when other users can read it.
+  if (options.config !== undefined && (statSync(options.config).mode & 0o077) !== 0) {
+    warn(`${options.config} is readable by other users: it may hold passwords; chmod 600 it`);
+  }
   const given = options.connect?.length ? options.connect : config.connections.length > 0 ? [] : [undefined];
   const urls = given.map((u) => resolveUrl(u));
   const haveUsers = config.users.length > 0 || config.proxy !== null;
