@@ -13,6 +13,7 @@ import type { Caller } from '../../src/console/access.ts';
 import type { ConnectionInfo, ConsoleEvent, LeaseRow } from '../../src/console/api.ts';
 import { CLOSE_RESYNC } from '../../src/console/api.ts';
 import { checkTokenStrength } from '../../src/server/auth.ts';
+import { parseServeConfig } from '../../src/server/config.ts';
 import { startWebServer, type WebServer, type WebServerOptions } from '../../src/server/index.ts';
 
 const conn: ConnectionInfo = {
@@ -220,5 +221,28 @@ describe('identity and names', () => {
     ]) {
       expect(() => checkTokenStrength(bad), JSON.stringify(bad)).toThrow(/empty|malformed/);
     }
+  });
+
+  it('serve --config: a bad file is one INVALID_ARGUMENT naming the field', () => {
+    const bad: Array<[unknown, RegExp]> = [
+      [{ users: [{ name: 'a', roles: { '*': 'root' } }] }, /users\.0\.roles/],
+      [{ users: [{ name: 'a', tokenSha256: 'abc', roles: {} }] }, /SHA-256/],
+      [{ connections: [{ name: 'x', url: 'pglite://memory', secret: 1 }] }, /connections\.0/],
+      [
+        {
+          connections: [
+            { name: 'x', url: 'a' },
+            { name: 'x', url: 'b' },
+          ],
+        },
+        /listed twice/,
+      ],
+      [{ proxy: { trusted: [] } }, /proxy\.trusted/],
+      [{ extra: true }, /not valid/],
+    ];
+    for (const [json, message] of bad) {
+      expect(() => parseServeConfig(json), JSON.stringify(json)).toThrow(message);
+    }
+    expect(parseServeConfig({})).toEqual({ connections: [], users: [], proxy: null });
   });
 });
