@@ -246,7 +246,9 @@ async function benchTarget(t: Target): Promise<void> {
       );
 
       // (2) Latency at RATE changes/s through the WebSocket.
-      const ws = new WebSocket(`ws://127.0.0.1:${server.port}/api/events?token=${server.token}`);
+      const ws = new WebSocket(`ws://127.0.0.1:${server.port}/api/events`, {
+        headers: { authorization: `Bearer ${server.token}` },
+      });
       await new Promise((resolve, reject) => {
         ws.once('open', resolve);
         ws.once('error', reject);

@@ -105,6 +105,7 @@ const connection: ConnectionInfo = {
 
 const service = {
   connections: () => [{ ...connection, syncedAt: Date.now() }],
+  canView: () => true,
   subscribe(listener: (e: ConsoleEvent) => void) {
     listeners.add(listener);
     return () => listeners.delete(listener);

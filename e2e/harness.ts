@@ -116,6 +116,12 @@ export async function startConsole(
     port: 0,
     staticDir: STATIC_DIR,
     readOnly: options.readOnly ?? false,
+    // The shared token's holder is who the audit log names for actions from the page.
+    auth: {
+      sharedToken: randomBytes(32).toString('base64url'),
+      sharedRoles: { '*': 'admin' },
+      sharedUser: options.operator ?? 'e2e-operator',
+    },
   });
   return {
     service,

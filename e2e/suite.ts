@@ -95,7 +95,8 @@ export function consoleSuite(flavour: BackendFlavour): void {
       await consoleUt.service.waitLive(a!.id, 20_000);
       readOnly = await consoleUt.service.waitLive(b!.id, 20_000);
       browser = await launchChromium();
-      page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+      // A context of its own, so a second tab of the same browser (sharing its cookies) can be opened.
+      page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage();
       page.on('pageerror', (e) => pageErrors.push(e.message));
       await page.goto(consoleUt.server.url);
     });
@@ -120,6 +121,18 @@ export function consoleSuite(flavour: BackendFlavour): void {
       console.log(`[${flavour}] a lease acquired after load appeared in ${tookMs} ms`);
       expect(tookMs).toBeLessThan(1000);
       await shot('fleet');
+    });
+
+    it('keeps a new tab of the same browser signed in (session cookie, no token in its URL)', async () => {
+      const tab = await page.context().newPage();
+      try {
+        await tab.goto(new URL('/', consoleUt.server.origin).href);
+        // Its connection tabs exist only if its calls are signed in; then the main fleet shows.
+        await tab.getByRole('tab', { name: new RegExp(`${flavour}-main`) }).click({ timeout: 10_000 });
+        await visible(tab.getByRole('row', { name: /\bbatch\/000\b/ }), 10_000);
+      } finally {
+        await tab.close();
+      }
     });
 
     it('flags a lease that renews without checkpoint progress as stuck', async () => {

@@ -8,6 +8,7 @@
  * in src/console/api.ts before the app sees it.
  */
 import {
+  CLOSE_RESYNC,
   type ConsoleApi,
   type ConsoleEvent,
   ConsoleEventSchema,
@@ -119,26 +120,30 @@ function electronClient(bridge: WorkleaseBridge): ConsoleClient {
   };
 }
 
-const TOKEN_KEY = 'worklease.token';
-
 /**
- * Takes the access token from `?token=` once, keeps it for this tab only
- * (sessionStorage) and removes it from the address bar so it does not end up
- * in history, bookmarks or screenshots.
+ * Signs this browser in once: a `?token=` in the address is exchanged for the
+ * server's HttpOnly session cookie (`POST /api/session`), then removed from
+ * the address bar so it does not end up in history, bookmarks or
+ * screenshots. The page never keeps the token; later calls, other tabs and
+ * the event stream carry the cookie. A wrong token is removed too: the calls
+ * then answer 401 and the page asks to sign in.
  */
-export function takeToken(
-  loc: Location = window.location,
-  storage: Storage = window.sessionStorage,
-): string | null {
+export async function exchangeToken(loc: Location = window.location): Promise<void> {
   const url = new URL(loc.href);
-  const fromUrl = url.searchParams.get('token');
-  if (fromUrl !== null && fromUrl !== '') {
-    storage.setItem(TOKEN_KEY, fromUrl);
-    url.searchParams.delete('token');
-    window.history.replaceState(window.history.state, '', url.pathname + url.search + url.hash);
-    return fromUrl;
+  const token = url.searchParams.get('token');
+  if (token === null) return;
+  url.searchParams.delete('token');
+  window.history.replaceState(window.history.state, '', url.pathname + url.search + url.hash);
+  if (token === '') return;
+  try {
+    await fetch(new URL('api/session', loc.href), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}` },
+      credentials: 'same-origin',
+    });
+  } catch {
+    // Unreachable server: the first call reports it.
   }
-  return storage.getItem(TOKEN_KEY);
 }
 
 /** Reconnect delays: quick at first (a restarting server), then at most every 10 s. */
@@ -146,7 +151,7 @@ export function backoffMs(attempt: number): number {
   return Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
 }
 
-function webClient(token: string | null): ConsoleClient {
+function webClient(signedIn: Promise<void>): ConsoleClient {
   const events = new Listeners<ConsoleEvent>();
   const states = new Listeners<TransportState>();
   let state: TransportState = 'connecting';
@@ -163,7 +168,8 @@ function webClient(token: string | null): ConsoleClient {
   const connect = () => {
     const url = new URL('api/events', window.location.href);
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-    url.search = `?token=${encodeURIComponent(token ?? '')}`;
+    url.search = '';
+    // The session cookie goes with the upgrade (same origin).
     const ws = new WebSocket(url);
     socket = ws;
     ws.onopen = () => {
@@ -181,11 +187,14 @@ function webClient(token: string | null): ConsoleClient {
       const event = parseEvent(raw);
       if (event !== null) events.emit(event);
     };
-    ws.onclose = () => {
+    ws.onclose = (ev) => {
       if (socket !== ws) return;
       socket = null;
       setState('closed');
-      setTimeout(connect, backoffMs(attempt++));
+      // Dropped for falling behind: events were lost, so reconnect at once; the
+      // reopen makes the sync layer take fresh snapshots.
+      if (ev.code === CLOSE_RESYNC) attempt = 0;
+      setTimeout(connect, ev.code === CLOSE_RESYNC ? 0 : backoffMs(attempt++));
     };
   };
 
@@ -195,11 +204,13 @@ function webClient(token: string | null): ConsoleClient {
       return state;
     },
     async call(method, params) {
+      await signedIn;
       let res: Response;
       try {
         res = await fetch(new URL('api/call', window.location.href), {
           method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${token ?? ''}` },
+          headers: { 'content-type': 'application/json' },
+          credentials: 'same-origin',
           body: JSON.stringify({ method, params }),
         });
       } catch (err) {
@@ -220,10 +231,13 @@ function webClient(token: string | null): ConsoleClient {
         });
       }
       if (res.status === 401) {
+        // Not signed in (no or wrong token, session ended): `name` tells it
+        // apart from a 403 (signed in, not allowed), which keeps its own error.
         throw new ConsoleError({
-          name: 'ForbiddenError',
+          name: 'UnauthenticatedError',
           code: 'FORBIDDEN',
-          message: 'The access token is missing or wrong. Open the URL printed by `worklease serve`.',
+          message: 'You are not signed in: open the URL printed by `worklease serve`, or sign in again.',
+          details: { reason: 'unauthenticated' },
         });
       }
       return unwrap(method, body);
@@ -231,7 +245,7 @@ function webClient(token: string | null): ConsoleClient {
     subscribe(listener) {
       if (!started) {
         started = true;
-        connect();
+        void signedIn.then(connect);
       }
       return events.add(listener);
     },
@@ -243,7 +257,7 @@ function webClient(token: string | null): ConsoleClient {
 export function createClient(): ConsoleClient {
   const bridge = window.worklease;
   if (bridge !== undefined) return electronClient(bridge);
-  return webClient(takeToken());
+  return webClient(exchangeToken());
 }
 
 /** Typed shorthand used by query factories. */

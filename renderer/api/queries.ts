@@ -26,6 +26,18 @@ export function infoQuery(client: ConsoleClient) {
   });
 }
 
+/**
+ * Who this page is signed in as and what they may do per connection. Keyed by
+ * the connection ids, so a new connection set asks again.
+ */
+export function sessionQuery(client: ConsoleClient, connectionIds: string[]) {
+  return queryOptions({
+    queryKey: ['console', 'session', connectionIds.join(',')] as const,
+    queryFn: () => client.call('console.session', {}),
+    staleTime: Number.POSITIVE_INFINITY,
+  });
+}
+
 /** Kept current by `connections` / `connection` events; fetched again only after a reconnect. */
 export function connectionsQuery(client: ConsoleClient) {
   return queryOptions({

@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState, useSyncExternalStore } from 'react';
+import { visible } from '../../src/console/text.ts';
 import { ActivityView } from '../features/activity/ActivityView.tsx';
 import { AuditView } from '../features/audit/AuditView.tsx';
 import { ConnectionsView } from '../features/connections/ConnectionsView.tsx';
@@ -75,7 +76,7 @@ export function App() {
           {info.data?.readOnly === true && <span className="ro-tag">console read-only</span>}
           {info.data !== undefined && (
             <span className="muted" title="Recorded in the audit log for your actions">
-              operator <span className="mono">{info.data.operator}</span>
+              operator <span className="mono">{visible(info.data.operator)}</span>
             </span>
           )}
           <NotificationToggle state={notifications} />

@@ -1,13 +1,25 @@
 import { useQueries, useQuery } from '@tanstack/react-query';
 import { useMemo } from 'react';
 import type { ConnectionInfo } from '../../src/console/api.ts';
-import { connectionsQuery, fleetQuery, infoQuery } from '../api/queries.ts';
+import { connectionsQuery, fleetQuery, infoQuery, sessionQuery } from '../api/queries.ts';
 import type { FleetData, FleetSource } from '../features/fleet/model.ts';
 import { useServices } from './context.tsx';
 
 export function useConnections() {
   const { client } = useServices();
   return useQuery(connectionsQuery(client));
+}
+
+/** The signed-in identity and its permissions (see `console.session`). */
+export function useSession() {
+  const { client } = useServices();
+  const ids = (useConnections().data ?? []).map((c) => c.id);
+  return useQuery(sessionQuery(client, ids));
+}
+
+/** What the caller may do on one connection; undefined while the session loads. */
+export function usePermissions(connectionId: string) {
+  return useSession().data?.connections.find((c) => c.connectionId === connectionId);
 }
 
 export function useInfo() {

@@ -29,6 +29,8 @@ import type {
 import {
   checkId,
   checkInt,
+  checkNewId,
+  checkOperator,
   checkOptionalPrefix,
   checkOptions,
   checkRecord,
@@ -250,7 +252,7 @@ export function createBackend(driver: LeaseDriver, maxStateBytes: number): Lease
         'reason',
       ]);
       const expectedToken = checkToken(o.expectedToken, 'options.expectedToken');
-      const operator = checkText('options.operator', o.operator, 200);
+      const operator = checkOperator('options.operator', o.operator);
       const reason = checkText('options.reason', o.reason, 2000);
       open();
       return driver.forceRelease(workId, expectedToken, operator, reason);
@@ -311,11 +313,11 @@ export function createBackend(driver: LeaseDriver, maxStateBytes: number): Lease
     url: driver.url,
     maxStateBytes,
     async acquire(workId, holderId, ttlMs, options = {}) {
-      checkId('workId', workId);
-      checkId('holderId', holderId);
+      checkNewId('workId', workId);
+      checkNewId('holderId', holderId);
       const ttl = checkTtl(ttlMs);
       const o = checkOptions<{ stepId: string }>('options', options, ['stepId']);
-      const stepId = o.stepId === undefined ? null : checkId('options.stepId', o.stepId);
+      const stepId = o.stepId === undefined ? null : checkNewId('options.stepId', o.stepId);
       open();
       return driver.acquire(workId, holderId, ttl, stepId);
     },

@@ -9,6 +9,7 @@ import { resolveBackendUrl } from '../backends/url.ts';
 import { openBackend } from '../index.ts';
 import { InvalidArgumentError } from '../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../lease/types.ts';
+import { terminalText } from './format.ts';
 
 /** Options accepted by every command (before or after the command name). */
 export interface GlobalOptions {
@@ -73,12 +74,13 @@ export async function withBackend<T>(
 /** Writes to stdout and waits until the bytes are handed to the OS (so exit cannot cut them). */
 export function out(text: string): Promise<void> {
   return new Promise((resolve) => {
-    process.stdout.write(text.endsWith('\n') ? text : `${text}\n`, () => resolve());
+    const safe = terminalText(text);
+    process.stdout.write(safe.endsWith('\n') ? safe : `${safe}\n`, () => resolve());
   });
 }
 
 export function warn(text: string): void {
-  process.stderr.write(`worklease: ${text}\n`);
+  process.stderr.write(`worklease: ${terminalText(text)}\n`);
 }
 
 /** The OS user, for the audit log's operator when none is given. */

@@ -4,7 +4,21 @@
  * round-trips through any JSON tool without losing precision.
  */
 import type { LeaseStatus } from '../console/api.ts';
+import { visible } from '../console/text.ts';
 import type { LeaseInfo } from '../lease/types.ts';
+
+/**
+ * What reaches the terminal: control, format (bidi, zero-width) and separator
+ * characters escaped as `\uXXXX`, except the newlines and tabs the CLI's own
+ * layout uses. Ids cannot contain newlines (the library refuses control
+ * characters), so no stored value can forge an output line; an operator's
+ * reason or a checkpoint's text cannot send ESC sequences to the terminal.
+ * JSON output stays valid and parses to the same value (`\uXXXX` is a JSON
+ * escape, and these characters only occur inside strings).
+ */
+export function terminalText(text: string): string {
+  return visible(text, '\n\t');
+}
 
 const iso = (d: Date | null): string | null => (d === null ? null : d.toISOString());
 

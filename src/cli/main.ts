@@ -6,6 +6,7 @@
  */
 import { CommanderError } from 'commander';
 import { debugDetails, describeFailure, EXIT } from './errors.ts';
+import { terminalText } from './format.ts';
 import { buildProgram } from './program.ts';
 
 export async function main(argv: string[]): Promise<number> {
@@ -19,7 +20,7 @@ export async function main(argv: string[]): Promise<number> {
     // No command given: commander has printed the help to stderr; that is a usage error.
     if (err instanceof CommanderError && err.code === 'commander.help') return EXIT.INVALID_ARGUMENT;
     const failure = describeFailure(err);
-    process.stderr.write(`${failure.line}\n`);
+    process.stderr.write(`${terminalText(failure.line)}\n`);
     if (debug) process.stderr.write(`${debugDetails(err)}\n`);
     return failure.exitCode;
   }
@@ -28,7 +29,7 @@ export async function main(argv: string[]): Promise<number> {
 // Errors escaping the command (a driver's late socket error) still end with one line, not a stack.
 for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
   process.on(event, (err: unknown) => {
-    process.stderr.write(`${describeFailure(err).line}\n`);
+    process.stderr.write(`${terminalText(describeFailure(err).line)}\n`);
     if (process.argv.includes('--debug') || process.env.WORKLEASE_DEBUG === '1') {
       process.stderr.write(`${debugDetails(err)}\n`);
     }

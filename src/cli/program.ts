@@ -251,7 +251,20 @@ export function buildProgram(): Command {
     .option('--connect <url>', 'a backend to show (repeatable; default $WORKLEASE_URL)', collect)
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--port <port>', 'port, 0..65535 (0 picks a free one)', parsePort, 7420)
-    .option('--token <token>', 'access token (default $WORKLEASE_TOKEN, else a random one)')
+    .option('--token-file <file>', 'file holding the shared access token (also $WORKLEASE_TOKEN)')
+    .option('--token <token>', 'shared access token (visible in ps: prefer --token-file)')
+    .option('--config <file>', 'JSON config: connections, users (token hashes, roles), trusted proxy')
+    .option('--public-url <url>', 'the URL people open, when not the bind address (Host and Origin checks)')
+    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; with --tls-key)')
+    .option('--tls-key <file>', 'private key of --tls-cert (PEM)')
+    .option('--insecure-http', 'allow plain HTTP on a non-loopback address (tokens travel in clear)')
+    .option('--allow-connection-edits', 'let admins add, edit, test and remove connections from the page')
+    .option('--pglite-dir <dir>', 'with --allow-connection-edits: the only directory for pglite:/// URLs')
+    .option(
+      '--max-clients <n>',
+      'most live event streams (browser tabs) at once (default 200)',
+      parsePositiveInt,
+    )
     .option('--read-only', 'refuse force-release on every connection')
     .addOption(new Option('--environment <label>', 'label shown beside the connections').default(''))
     .addHelpText(
@@ -259,6 +272,8 @@ export function buildProgram(): Command {
       examples([
         'worklease serve --connect postgres://postgres@127.0.0.1/app',
         'worklease serve --connect $PROD_URL --connect $STAGING_URL --read-only --port 0',
+        'WORKLEASE_TOKEN=$(openssl rand -hex 32) worklease serve --connect $URL',
+        'worklease serve --config /etc/worklease/console.json --public-url https://console.example.com',
       ]),
     )
     .action((opts, cmd: Command) => serveCommand(opts, globalsOf(cmd)));
@@ -275,7 +290,8 @@ export function buildProgram(): Command {
     .option('--no-serve', 'run the fleet only, without the console')
     .option('--host <host>', 'console address to bind', '127.0.0.1')
     .option('--port <port>', 'console port, 0..65535 (0 picks a free one)', parsePort, 7420)
-    .option('--token <token>', 'console access token (default $WORKLEASE_TOKEN, else a random one)')
+    .option('--token-file <file>', 'file holding the console access token (also $WORKLEASE_TOKEN)')
+    .option('--token <token>', 'console access token (visible in ps: prefer --token-file)')
     .addHelpText(
       'after',
       examples([

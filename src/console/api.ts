@@ -150,6 +150,48 @@ export const CheckpointPageSchema = z.strictObject({
 export type CheckpointPage = z.infer<typeof CheckpointPageSchema>;
 
 const connectionId = z.string().min(1).max(100);
+
+/** A caller's role on one connection: viewer (read), operator (+ force-release), admin (+ connections). */
+export const RoleSchema = z.enum(['viewer', 'operator', 'admin']);
+export type Role = z.infer<typeof RoleSchema>;
+
+/** Whether an action is allowed, and if not, the sentence the page shows instead of the control. */
+export const PermissionSchema = z.discriminatedUnion('allowed', [
+  z.strictObject({ allowed: z.literal(true) }),
+  z.strictObject({ allowed: z.literal(false), reason: z.string() }),
+]);
+export type Permission = z.infer<typeof PermissionSchema>;
+
+export const SessionSchema = z.strictObject({
+  /** The authenticated identity, as the audit log records it. */
+  user: z.string(),
+  /** desktop: the OS user; token: a per-user token; shared-token: the console's one token; proxy: a trusted proxy's header. */
+  via: z.enum(['desktop', 'token', 'shared-token', 'proxy']),
+  /** Adding a connection. */
+  addConnection: PermissionSchema,
+  connections: z.array(
+    z.strictObject({
+      connectionId,
+      role: RoleSchema,
+      forceRelease: PermissionSchema,
+      /** Editing, testing or removing this connection. */
+      edit: PermissionSchema,
+      /** Turning read-only off (it can always be turned on by whoever may edit). */
+      makeWritable: PermissionSchema,
+    }),
+  ),
+});
+export type Session = z.infer<typeof SessionSchema>;
+
+/**
+ * WebSocket close code of the event stream when the server dropped a client
+ * that fell too far behind (its send buffer passed the cap): the page must
+ * reconnect and take fresh snapshots, since events were lost.
+ */
+export const CLOSE_RESYNC = 4000;
+/** WebSocket close code when the session ended (signed out or expired): the page must sign in again. */
+export const CLOSE_UNAUTHENTICATED = 4001;
+
 const urlSchema = z.string().min(1).max(4096);
 
 export const ConnectionInputSchema = z.strictObject({
@@ -173,9 +215,14 @@ export const methods = {
     result: ConnectionInfoSchema,
   },
   'connections.remove': { params: z.strictObject({ id: connectionId }), result: z.strictObject({}) },
-  /** Opens the URL, reads the server clock and schema version, closes. Never migrates. */
+  /**
+   * Opens the URL (or the configured connection `id`), reads the server clock,
+   * closes. Never migrates. A served console tests configured connections only.
+   */
   'connections.test': {
-    params: z.strictObject({ url: urlSchema }),
+    params: z
+      .strictObject({ url: urlSchema.optional(), id: connectionId.optional() })
+      .refine((p) => (p.url === undefined) !== (p.id === undefined), 'give exactly one of url and id'),
     result: z.strictObject({ kind: ConnectionInfoSchema.shape.kind, serverTime: ms, latencyMs: z.number() }),
   },
   /**
@@ -254,6 +301,11 @@ export const methods = {
       profilesEditable: z.boolean(),
     }),
   },
+  /**
+   * Who the caller is and what they may do on each connection they can see
+   * (the page shows it and disables what is not allowed, with the reason).
+   */
+  'console.session': { params: z.strictObject({}), result: SessionSchema },
 } as const;
 
 export type MethodName = keyof typeof methods;

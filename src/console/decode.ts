@@ -5,6 +5,7 @@
  *
  * Plain TypeScript (TextDecoder is global in Node and browsers).
  */
+import { visible } from './text.ts';
 
 export type DecodedKind = 'empty' | 'json' | 'text' | 'hex';
 
@@ -54,9 +55,10 @@ export function decodeCheckpoint(
       if (whole) {
         const json = parseJson(text);
         if (json !== undefined)
-          return { kind: 'json', text: JSON.stringify(json.value, null, 2), json: json.value };
+          // visible(): bidi overrides and zero-width characters inside strings are shown escaped (still valid JSON).
+          return { kind: 'json', text: visible(JSON.stringify(json.value, null, 2), '\n'), json: json.value };
       }
-      if (mostlyPrintable(text)) return { kind: 'text', text: showControls(text) };
+      if (mostlyPrintable(text)) return { kind: 'text', text: visible(showControls(text), '\n\t') };
     }
     return { kind: 'hex', text: hexDump(bytes, start) };
   } catch {

@@ -5,6 +5,7 @@
  * stable error code, so the web server and Electron main answer alike.
  */
 import { errorToData, InvalidArgumentError } from '../lease/errors.ts';
+import type { Caller } from './access.ts';
 import { isMethodName, methods, type ParsedParams, type ResponseEnvelope } from './api.ts';
 import { type ConsoleService, paramsError } from './service.ts';
 
@@ -12,6 +13,7 @@ export async function dispatch(
   service: Pick<ConsoleService, 'handle'>,
   method: unknown,
   params: unknown,
+  caller?: Caller,
 ): Promise<ResponseEnvelope> {
   try {
     if (!isMethodName(method)) {
@@ -22,7 +24,7 @@ export async function dispatch(
     }
     const parsed = methods[method].params.safeParse(params ?? {});
     if (!parsed.success) throw paramsError(method, parsed.error.issues);
-    const result = await service.handle(method, parsed.data as ParsedParams<typeof method>);
+    const result = await service.handle(method, parsed.data as ParsedParams<typeof method>, caller);
     return { ok: true, result };
   } catch (err) {
     return { ok: false, error: errorToData(err) };

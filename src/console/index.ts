@@ -2,6 +2,8 @@
  * The console core (no Electron, no DOM): the service behind every console
  * transport, its fleet model, and the pieces the CLI reuses.
  */
+
+export { type Caller, pgliteRefusal, roleOn, type SharedConsoleOptions } from './access.ts';
 export * from './api.ts';
 export { type ClockSample, ServerClock, type ServerClockOptions } from './clock.ts';
 export { decodeCheckpoint, hexDump } from './decode.ts';

@@ -27,6 +27,17 @@ import {
 import type { LeaseBackend, OpenOptions } from '../lease/types.ts';
 import { packageVersion } from '../version.ts';
 import {
+  ALLOWED,
+  atLeast,
+  type Caller,
+  denied,
+  type Permission,
+  pgliteRefusal,
+  type Role,
+  roleOn,
+  type SharedConsoleOptions,
+} from './access.ts';
+import {
   type ConnectionInfo,
   type ConnectionState,
   type ConsoleApi,
@@ -81,11 +92,25 @@ export interface ConsoleServiceOptions {
   clockRefreshMs?: number;
   /** Version shown by console.info. Default: package.json's. */
   version?: string;
+  /**
+   * The console is served to several people (`worklease serve`): every call
+   * must come with an authenticated {@link Caller} whose role on the
+   * connection allows it; `readOnly` can be turned on through the API but
+   * never off; connections.test only tests configured connections; PGlite
+   * URLs are restricted. Default: not shared (the desktop app's one local user).
+   */
+  shared?: SharedConsoleOptions;
 }
 
 export interface ConsoleService extends ConsoleApi {
-  /** Runs one method with already-validated params (what `dispatch` calls). */
-  handle<M extends MethodName>(method: M, params: ParsedParams<M>): Promise<Result<M>>;
+  /**
+   * Runs one method with already-validated params (what `dispatch` calls) on
+   * behalf of `caller`. Without a caller, the local user (the desktop app, the
+   * CLI); a shared service refuses calls without one.
+   */
+  handle<M extends MethodName>(method: M, params: ParsedParams<M>, caller?: Caller): Promise<Result<M>>;
+  /** Whether `caller` may see the connection (and so its events). */
+  canView(caller: Caller | undefined, connectionId: string): boolean;
   connections(): ConnectionInfo[];
   /** The fleet model of a connection (for the CLI's `watch`); undefined before its backend opened. */
   model(connectionId: string): FleetModel | undefined;
@@ -318,6 +343,8 @@ class Service implements ConsoleService {
   private readonly version: string;
   private readonly store: ProfileStore | null;
   private readonly editable: boolean;
+  private readonly shared: SharedConsoleOptions | null;
+  private readonly local: Caller;
   private readonly conns = new Map<string, Connection>();
   private readonly listeners = new Set<(event: ConsoleEvent) => void>();
   private readonly freshnessTimer: NodeJS.Timeout;
@@ -333,7 +360,17 @@ class Service implements ConsoleService {
     this.clockRefreshMs = options.clockRefreshMs ?? 600_000;
     this.version = options.version ?? packageVersion();
     this.store = options.profiles ?? null;
-    this.editable = options.profilesEditable ?? true;
+    this.shared = options.shared ?? null;
+    if (this.shared !== null && this.readOnly && this.shared.allowConnectionEdits === true) {
+      throw new InvalidArgumentError(
+        'a read-only console cannot allow connection edits: drop --read-only or --allow-connection-edits',
+      );
+    }
+    this.editable =
+      this.shared === null
+        ? (options.profilesEditable ?? true)
+        : this.shared.allowConnectionEdits === true && options.profilesEditable !== false;
+    this.local = { user: this.operator, via: 'desktop', roles: { '*': 'admin' } };
     this.freshnessTimer = setInterval(() => this.announceFreshness(), FRESHNESS_EVENT_MS);
     this.freshnessTimer.unref();
   }
@@ -347,6 +384,7 @@ class Service implements ConsoleService {
 
   // ---- ConsoleApi ------------------------------------------------------------
 
+  /** The ConsoleApi as the local user (desktop app, CLI, tests). */
   async call<M extends MethodName>(method: M, params: Params<M>): Promise<Result<M>> {
     const spec = methods[method];
     if (spec === undefined) throw new InvalidArgumentError(`unknown method '${String(method)}'`);
@@ -362,17 +400,42 @@ class Service implements ConsoleService {
     };
   }
 
-  async handle<M extends MethodName>(method: M, params: ParsedParams<M>): Promise<Result<M>> {
+  async handle<M extends MethodName>(
+    method: M,
+    params: ParsedParams<M>,
+    caller?: Caller,
+  ): Promise<Result<M>> {
     if (this.closed) throw new BackendUnavailableError('the console service is closed');
-    const handler = this.handlers[method] as (p: ParsedParams<M>) => Promise<Result<M>>;
-    return handler(params);
+    const who = this.resolveCaller(caller);
+    const handler = this.handlers[method] as (p: ParsedParams<M>, c: Caller) => Promise<Result<M>>;
+    return handler(params, who);
   }
 
-  private readonly handlers: { [M in MethodName]: (p: ParsedParams<M>) => Promise<Result<M>> } = {
-    'connections.list': async () => this.connections(),
-    'connections.add': async (p) => {
+  canView(caller: Caller | undefined, connectionId: string): boolean {
+    const conn = this.conns.get(connectionId);
+    if (conn === undefined) return false;
+    if (caller === undefined) return this.shared === null;
+    return roleOn(caller, conn.input.name) !== null;
+  }
+
+  private resolveCaller(caller: Caller | undefined): Caller {
+    if (caller !== undefined) return caller;
+    // A shared console's transport must say who is calling; a missing caller
+    // is a transport bug, refused rather than run as the server's OS user.
+    if (this.shared !== null) throw new ForbiddenError('this console needs an authenticated caller');
+    return this.local;
+  }
+
+  private readonly handlers: {
+    [M in MethodName]: (p: ParsedParams<M>, caller: Caller) => Promise<Result<M>>;
+  } = {
+    'connections.list': async (_p, caller) =>
+      [...this.conns.values()].filter((c) => roleOn(caller, c.input.name) !== null).map((c) => c.info()),
+    'connections.add': async (p, caller) => {
       this.requireEditable();
+      this.requireRole(caller, p.name, 'admin', 'add a connection');
       resolveBackendUrl(p.url, this.backendOptions);
+      this.checkSharedUrl(p.url, null);
       const input: ConnectionInput = {
         name: p.name,
         url: p.url,
@@ -386,10 +449,21 @@ class Service implements ConsoleService {
       this.emitConnections();
       return conn.info();
     },
-    'connections.update': async ({ id, changes }) => {
+    'connections.update': async ({ id, changes }, caller) => {
       this.requireEditable();
-      const conn = this.connection(id);
-      if (changes.url !== undefined) resolveBackendUrl(changes.url, this.backendOptions);
+      const conn = this.visibleConnection(id, caller);
+      this.requireRole(caller, conn.input.name, 'admin', 'edit this connection');
+      if (changes.name !== undefined && changes.name !== conn.input.name) {
+        this.requireRole(caller, changes.name, 'admin', `rename a connection to '${changes.name}'`);
+      }
+      if (changes.readOnly === false && conn.input.readOnly) {
+        const p = this.makeWritablePermission();
+        if (!p.allowed) throw new ForbiddenError(p.reason, { details: { connectionId: id } });
+      }
+      if (changes.url !== undefined) {
+        resolveBackendUrl(changes.url, this.backendOptions);
+        this.checkSharedUrl(changes.url, conn);
+      }
       const merged: ConnectionInput = {
         name: changes.name ?? conn.input.name,
         url: changes.url ?? conn.input.url,
@@ -413,16 +487,31 @@ class Service implements ConsoleService {
       this.emitConnection(conn);
       return conn.info();
     },
-    'connections.remove': async ({ id }) => {
+    'connections.remove': async ({ id }, caller) => {
       this.requireEditable();
-      const conn = this.connection(id);
+      const conn = this.visibleConnection(id, caller);
+      this.requireRole(caller, conn.input.name, 'admin', 'remove this connection');
       if (conn.persistent && this.store !== null) this.store.remove(id);
       this.conns.delete(id);
       await conn.close();
       this.emitConnections();
       return {};
     },
-    'connections.test': async ({ url }) => {
+    'connections.test': async ({ url: given, id }, caller) => {
+      this.requireEditable();
+      let url: string;
+      if (id !== undefined) {
+        const conn = this.visibleConnection(id, caller);
+        this.requireRole(caller, conn.input.name, 'admin', 'test this connection');
+        url = conn.input.url;
+      } else {
+        // A shared console is no oracle for arbitrary hosts (port scans,
+        // credentials sent to a listener of the caller's choice).
+        if (this.shared !== null) {
+          throw new ForbiddenError('this console tests configured connections only: pass their id');
+        }
+        url = given ?? '';
+      }
       const kind = resolveBackendUrl(url, this.backendOptions).kind;
       const backend = await this.openBackendFn(url, { ...this.backendOptions, migrate: false });
       try {
@@ -433,8 +522,8 @@ class Service implements ConsoleService {
         await backend.close().catch(() => {});
       }
     },
-    'fleet.snapshot': async ({ connectionId, offset, limit, seq }) => {
-      const conn = this.connection(connectionId);
+    'fleet.snapshot': async ({ connectionId, offset, limit, seq }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
       const model = conn.model;
       if (model === null) {
         const empty = { connectionId, rows: [], seq: 0, serverTime: Math.round(this.now()) };
@@ -454,8 +543,8 @@ class Service implements ConsoleService {
         total: snap.rows.length,
       };
     },
-    'fleet.counts': async ({ connectionId }) => {
-      const conn = this.connection(connectionId);
+    'fleet.counts': async ({ connectionId }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
       const model = conn.model;
       const serverNow = conn.clock?.serverNow() ?? Math.round(this.now());
       if (model === null) {
@@ -466,15 +555,15 @@ class Service implements ConsoleService {
         rates: model.rates.points(serverNow),
       };
     },
-    'lease.get': async ({ connectionId, workId }) => {
-      const conn = this.connection(connectionId);
+    'lease.get': async ({ connectionId, workId }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
       const info = await conn.requireBackend().admin.get(workId);
       if (info === null) return null;
       conn.model?.applyInfo(info);
       return toLeaseRow(info);
     },
-    'checkpoint.read': async ({ connectionId, workId, offset, length }) => {
-      const conn = this.connection(connectionId);
+    'checkpoint.read': async ({ connectionId, workId, offset, length }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
       const page = await conn.requireBackend().admin.readState(workId, { offset, length });
       if (page === null) return null;
       const decoded = decodeCheckpoint(page.bytes, page.size, page.offset);
@@ -490,41 +579,128 @@ class Service implements ConsoleService {
         decoded: decoded.json === undefined ? { kind: decoded.kind, text: decoded.text } : decoded,
       };
     },
-    'lease.forceRelease': async ({ connectionId, workId, expectedToken, reason, operator }) => {
-      const conn = this.connection(connectionId);
-      if (this.readOnly) {
-        throw new ForbiddenError('the console was started read-only: force-release is refused', {
-          details: { connectionId, workId },
-        });
-      }
-      if (conn.input.readOnly) {
-        throw new ForbiddenError(`connection '${conn.input.name}' is read-only: force-release is refused`, {
-          details: { connectionId, workId },
-        });
+    'lease.forceRelease': async ({ connectionId, workId, expectedToken, reason, operator }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
+      const allowed = this.forceReleasePermission(caller, conn);
+      if (!allowed.allowed) throw new ForbiddenError(allowed.reason, { details: { connectionId, workId } });
+      // The audit names the authenticated caller. Only the desktop's one local
+      // user may label the entry otherwise (e.g. on behalf of a colleague).
+      if (caller.via !== 'desktop' && operator !== undefined && operator !== caller.user) {
+        throw new ForbiddenError(
+          `the audit log records the signed-in user ('${caller.user}'); another operator name is refused`,
+          { details: { connectionId, workId } },
+        );
       }
       const info = await conn.requireBackend().admin.forceRelease(workId, {
         expectedToken: BigInt(expectedToken),
-        operator: operator ?? this.operator,
+        operator: caller.via === 'desktop' ? (operator ?? caller.user) : caller.user,
         reason,
       });
       conn.model?.applyInfo(info);
       conn.model?.wake();
       return toLeaseRow(info);
     },
-    'audit.list': async ({ connectionId, workId, limit }) => {
-      const conn = this.connection(connectionId);
+    'audit.list': async ({ connectionId, workId, limit }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
       const entries = await conn
         .requireBackend()
         .admin.audit(workId === undefined ? { limit } : { workId, limit });
       return entries.map(toAuditWire);
     },
-    'console.info': async () => ({
+    'console.info': async (_p, caller) => ({
       version: this.version,
       readOnly: this.readOnly,
-      operator: this.operator,
+      operator: caller.user,
       profilesEditable: this.editable,
     }),
+    'console.session': async (_p, caller) => ({
+      user: caller.user,
+      via: caller.via,
+      addConnection: this.editPermission(caller, null),
+      connections: [...this.conns.values()].flatMap((c) => {
+        const role = roleOn(caller, c.input.name);
+        if (role === null) return [];
+        const edit = this.editPermission(caller, c);
+        return [
+          {
+            connectionId: c.id,
+            role,
+            forceRelease: this.forceReleasePermission(caller, c),
+            edit,
+            makeWritable: edit.allowed ? this.makeWritablePermission() : edit,
+          },
+        ];
+      }),
+    }),
   };
+
+  // ---- permissions --------------------------------------------------------------
+
+  private forceReleasePermission(caller: Caller, conn: Connection): Permission {
+    if (this.readOnly) return denied('the console was started read-only: force-release is refused');
+    if (conn.input.readOnly) {
+      return denied(`connection '${conn.input.name}' is read-only: force-release is refused`);
+    }
+    return this.rolePermission(caller, conn.input.name, 'operator', 'force-release');
+  }
+
+  /** Editing `conn` (null: adding a connection). */
+  private editPermission(caller: Caller, conn: Connection | null): Permission {
+    if (!this.editable) return denied(this.notEditableReason());
+    if (conn === null) {
+      return atLeast(caller.roles['*'] ?? null, 'admin')
+        ? ALLOWED
+        : denied('adding a connection needs the admin role');
+    }
+    return this.rolePermission(caller, conn.input.name, 'admin', 'editing this connection');
+  }
+
+  private makeWritablePermission(): Permission {
+    return this.shared === null
+      ? ALLOWED
+      : denied('read-only can be turned off only in the server configuration, not through a shared console');
+  }
+
+  private rolePermission(caller: Caller, name: string, needed: Role, action: string): Permission {
+    const role = roleOn(caller, name);
+    if (atLeast(role, needed)) return ALLOWED;
+    return denied(`your role on '${name}' is ${role ?? 'none'}; ${action} needs ${needed}`);
+  }
+
+  private requireRole(caller: Caller, name: string, needed: Role, action: string): void {
+    const p = this.rolePermission(caller, name, needed, action);
+    if (!p.allowed) throw new ForbiddenError(p.reason, { details: { connection: name, needed } });
+  }
+
+  /** The connection, or NOT_FOUND when it does not exist or the caller has no role on it (no oracle for names). */
+  private visibleConnection(id: string, caller: Caller): Connection {
+    const conn = this.connection(id);
+    if (roleOn(caller, conn.input.name) === null) {
+      throw new NotFoundError(`no connection with id '${id}'`, { details: { id } });
+    }
+    return conn;
+  }
+
+  private checkSharedUrl(url: string, replacing: Connection | null): void {
+    if (this.shared === null) return;
+    const memoryInUse = [...this.conns.values()].filter(
+      (c) => c !== replacing && /^pglite:\/\/memory\/?$/i.test(c.input.url),
+    ).length;
+    const refusal = pgliteRefusal(
+      url,
+      this.shared.pgliteDataDir,
+      memoryInUse,
+      this.shared.maxMemoryConnections ?? 2,
+    );
+    if (refusal !== null) throw new ForbiddenError(refusal);
+  }
+
+  private notEditableReason(): string {
+    if (this.shared === null) return 'connection profiles cannot be edited through this console';
+    return this.readOnly
+      ? 'the console is read-only: connections come from the server configuration'
+      : 'connections come from the server configuration (serve --allow-connection-edits lets admins edit them here)';
+  }
 
   // ---- connections ------------------------------------------------------------
 
@@ -573,9 +749,7 @@ class Service implements ConsoleService {
   }
 
   private requireEditable(): void {
-    if (!this.editable) {
-      throw new ForbiddenError('connection profiles cannot be edited through this console');
-    }
+    if (!this.editable) throw new ForbiddenError(this.notEditableReason());
   }
 
   // ---- events -------------------------------------------------------------------

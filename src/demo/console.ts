@@ -6,6 +6,7 @@
  */
 
 import { openBackend } from '../backends/open.ts';
+import type { SharedConsoleOptions } from '../console/access.ts';
 import type { ProfileStore } from '../console/profiles.ts';
 import { type ConsoleService, createConsoleService } from '../console/service.ts';
 import type { LeaseBackend } from '../lease/types.ts';
@@ -21,6 +22,8 @@ export interface DemoConsoleOptions {
   fleet: DemoFleetOptions;
   /** Saved profiles to open beside the demo connection. Default none. */
   profiles?: ProfileStore;
+  /** Served to a browser (`worklease demo`): the shared-console rules. Default: the desktop's local user. */
+  shared?: SharedConsoleOptions;
 }
 
 export interface DemoConsole {
@@ -40,6 +43,7 @@ export function startDemoConsole(backend: LeaseBackend, options: DemoConsoleOpti
   });
   const service = createConsoleService({
     ...(options.profiles === undefined ? {} : { profiles: options.profiles }),
+    ...(options.shared === undefined ? {} : { shared: options.shared }),
     connections: [
       {
         name: options.name.slice(0, 100),

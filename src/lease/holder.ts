@@ -47,7 +47,7 @@ import {
   WorkleaseError,
 } from './errors.ts';
 import type { LeaseBackend, LeaseRecord } from './types.ts';
-import { checkId, checkOptions, checkTtl } from './validate.ts';
+import { checkNewId, checkOptions, checkTtl } from './validate.ts';
 
 /** Default lease ttl of {@link claim}: 30 000 ms. */
 export const DEFAULT_HOLDER_TTL_MS = 30_000;
@@ -465,7 +465,7 @@ function resolveHolderOptions(options: unknown): { ttlMs: number; stepId: string
   const o = checkOptions<HolderOptions>('options', options, ['ttlMs', 'stepId', 'safetyMarginMs']);
   const ttlMs = o.ttlMs === undefined ? DEFAULT_HOLDER_TTL_MS : checkTtl(o.ttlMs, 'options.ttlMs');
   if (ttlMs < 2) throw new InvalidArgumentError('options.ttlMs must be at least 2 ms');
-  const stepId = o.stepId === undefined ? null : checkId('options.stepId', o.stepId);
+  const stepId = o.stepId === undefined ? null : checkNewId('options.stepId', o.stepId);
   const maxMargin = Math.floor(ttlMs / 2);
   const marginMs = o.safetyMarginMs ?? Math.min(maxMargin, Math.max(50, Math.ceil(ttlMs / 10)));
   if (typeof marginMs !== 'number' || !Number.isFinite(marginMs) || marginMs < 0 || marginMs > maxMargin) {
@@ -492,8 +492,8 @@ export async function claim(
   holderId: string,
   options: HolderOptions = {},
 ): Promise<LeaseHolder> {
-  checkId('workId', workId);
-  checkId('holderId', holderId);
+  checkNewId('workId', workId);
+  checkNewId('holderId', holderId);
   const { ttlMs, stepId, marginMs } = resolveHolderOptions(options);
   const clock = monotonic;
   const start = clock();

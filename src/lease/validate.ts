@@ -42,6 +42,40 @@ export function checkId(name: string, value: unknown): string {
   return value;
 }
 
+// Unicode format characters (\p{Cf}): bidi embeddings, overrides, isolates
+// and marks (U+202A-E, U+2066-9, U+200E/F, U+061C), zero-width characters
+// (U+200B-D, U+2060), the BOM (U+FEFF), the soft hyphen, tag characters. They
+// are invisible or reorder what is shown, so two different ids could look
+// the same in the console or a terminal: a new id must not contain them.
+const INVISIBLE = /\p{Cf}/u;
+
+/**
+ * An id that is being created (acquire, claim): {@link checkId}, and no
+ * invisible or direction-changing character. Lookups (get, force-release,
+ * readState) take {@link checkId} alone, so an id stored before this rule can
+ * still be inspected and force-released; the console shows such ids escaped.
+ */
+export function checkNewId(name: string, value: unknown): string {
+  const id = checkId(name, value);
+  const bad = INVISIBLE.exec(id);
+  if (bad !== null) {
+    const code = bad[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0');
+    throw new InvalidArgumentError(
+      `${name} must not contain invisible or bidi characters (found U+${code} at index ${bad.index})`,
+    );
+  }
+  return id;
+}
+
+/** An operator name for the audit log: {@link checkText} on one line, no control or invisible characters. */
+export function checkOperator(name: string, value: unknown): string {
+  const text = checkText(name, value, 200);
+  if (CONTROL.test(text) || INVISIBLE.test(text)) {
+    throw new InvalidArgumentError(`${name} must not contain control or invisible characters`);
+  }
+  return text;
+}
+
 /**
  * A ttl in milliseconds: a positive finite number up to {@link MAX_TTL_MS}.
  * Fractions are rounded up to the next whole millisecond (the backends' resolution).

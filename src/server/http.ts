@@ -4,35 +4,58 @@
  * static files. A thin transport over the console service (see
  * .tmp/wire.md for the protocol); everything it receives is validated.
  *
- * Security model: bound to 127.0.0.1 by default; every /api/* request needs
- * the bearer token (compared in constant time); a request carrying a foreign
- * `Origin` is refused (so another site open in the operator's browser cannot
- * drive the console, even if it guessed the port); request bodies are capped;
- * HTML carries a strict CSP. Static files need no token: they hold no data.
+ * Security model (docs/security.md has the whole threat model): bound to
+ * 127.0.0.1 by default; every request's Host header must name this server
+ * (the bind address, its localhost form, or the public URL), which stops DNS
+ * rebinding; every /api/* request is authenticated (src/server/auth.ts: a
+ * token, a session cookie the page got for one, or a trusted proxy's
+ * identity header) and the caller goes with the call to the service, which
+ * checks the caller's role; a request carrying a foreign `Origin` is refused
+ * (so another site open in the operator's browser cannot drive the console);
+ * request bodies, WebSocket send buffers and the number of event clients are
+ * capped; HTML carries a strict CSP. Static files need no credentials: they
+ * hold no data. 401 means "who are you?" (sign in), 403 "not allowed".
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createReadStream, existsSync, realpathSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { extname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket, WebSocketServer } from 'ws';
+import type { Caller } from '../console/access.ts';
 import type { ConsoleEvent, ErrorDataWire, ResponseEnvelope } from '../console/api.ts';
-import { RequestEnvelopeSchema } from '../console/api.ts';
+import { CLOSE_RESYNC, CLOSE_UNAUTHENTICATED, RequestEnvelopeSchema } from '../console/api.ts';
 import { contentTypeFor, isSafeAssetPath } from '../console/assets.ts';
 import { dispatch } from '../console/dispatch.ts';
 import type { ConsoleService } from '../console/service.ts';
 import { type ErrorCode, errorToData, ForbiddenError, InvalidArgumentError } from '../lease/errors.ts';
 import { rendererDir } from '../version.ts';
+import { Authenticator, type AuthOptions, bearerOf, generateToken, SESSION_COOKIE } from './auth.ts';
 
 export interface WebServerOptions {
-  service: Pick<ConsoleService, 'handle' | 'subscribe' | 'connections'>;
-  /** Interface to bind. Default `127.0.0.1`. */
+  service: Pick<ConsoleService, 'handle' | 'subscribe' | 'connections' | 'canView'>;
+  /** Interface to bind. Default `127.0.0.1`. A wildcard (`0.0.0.0`, `::`) needs `publicUrl`. */
   host?: string;
   /** Port; 0 picks a free one. Default 7420. */
   port?: number;
-  /** The bearer token clients must present. Default: 32 random bytes, base64url. */
+  /**
+   * The console's one shared token (at least 128 bits; a weak or malformed one is refused).
+   * Default: 32 random bytes, base64url — unless `auth` is given, which then decides.
+   */
   token?: string;
+  /** Who may sign in and with which roles. Default: the shared `token` with the admin role everywhere. */
+  auth?: AuthOptions;
+  /**
+   * The URL people open when it is not the bind address (a DNS name, a TLS
+   * proxy in front): its host is accepted in the Host header and its origin
+   * as an Origin. E.g. `https://console.example.com`.
+   */
+  publicUrl?: string;
+  /** Serve HTTPS with this certificate and key (PEM). Default: plain HTTP. */
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  /** Most WebSocket event clients at once; one more is refused with 503. Default 200. */
+  maxClients?: number;
   /** Directory of the renderer build. Default `dist/renderer` in the package. A minimal page is served when it does not exist. */
   staticDir?: string;
   /** Refuse `lease.forceRelease` at the transport too (the service refuses it as well when it is read-only). Default false. */
@@ -41,17 +64,25 @@ export interface WebServerOptions {
   maxBodyBytes?: number;
   /** Interval of WebSocket ping frames, ms. Default 20 000. */
   pingIntervalMs?: number;
-  /** A subscriber that falls this far behind (bytes queued) is disconnected and must resync. Default 64 MiB. */
+  /**
+   * A subscriber that falls this far behind (bytes queued) is disconnected
+   * with close code {@link CLOSE_RESYNC} and must resync. Default 4 MiB.
+   */
   maxBufferedBytes?: number;
+  /** How long a dropped slow client may take to read its close frame before its socket is destroyed, ms. Default 2 000. */
+  slowClientGraceMs?: number;
 }
 
 export interface WebServer {
-  /** The URL to open, token included: `http://127.0.0.1:PORT/?token=…`. */
+  /** The URL to open, with the shared token when there is one: `http://127.0.0.1:PORT/?token=…`. */
   url: string;
-  /** `http://host:port`, the only Origin accepted. */
+  /** `http://host:port` of the bind address (the public URL's origin is accepted too). */
   origin: string;
+  /** Every Origin accepted. */
+  origins: string[];
   port: number;
-  token: string;
+  /** The shared token, or null when only per-user tokens or the proxy sign people in. */
+  token: string | null;
   close(): Promise<void>;
 }
 
@@ -87,40 +118,52 @@ function hostForUrl(host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 
-function sha256(text: string): Buffer {
-  return createHash('sha256').update(text, 'utf8').digest();
-}
+const LOOPBACK = /^(127(\.\d{1,3}){3}|::1|localhost)$/i;
+const WILDCARD = new Set(['0.0.0.0', '::', '[::]', '']);
 
 /** Starts listening; resolves once the port is bound. */
 export async function startWebServer(options: WebServerOptions): Promise<WebServer> {
   const host = options.host ?? '127.0.0.1';
-  const token = options.token ?? randomBytes(32).toString('base64url');
-  if (token.length < 16)
-    throw new InvalidArgumentError('the web console token must be at least 16 characters');
-  const tokenHash = sha256(token);
+  const authOptions: AuthOptions = options.auth ?? {
+    sharedToken: options.token ?? generateToken(),
+    sharedRoles: { '*': 'admin' },
+  };
+  const auth = new Authenticator(authOptions);
+  if (!auth.hasCredentials) {
+    throw new InvalidArgumentError('nobody could sign in: give a token, per-user tokens or a trusted proxy');
+  }
+  const publicUrl = options.publicUrl === undefined ? null : parsePublicUrl(options.publicUrl);
+  if (WILDCARD.has(host) && publicUrl === null) {
+    throw new InvalidArgumentError(
+      `binding to every interface (${host}) needs --public-url (the URL people open), so the Host header can be checked`,
+    );
+  }
+  const scheme = options.tls === undefined ? 'http' : 'https';
   const maxBody = options.maxBodyBytes ?? 1024 * 1024;
-  const maxBuffered = options.maxBufferedBytes ?? 64 * 1024 * 1024;
+  const maxBuffered = options.maxBufferedBytes ?? 4 * 1024 * 1024;
+  const maxClients = options.maxClients ?? 200;
+  const closeGraceMs = options.slowClientGraceMs ?? 2_000;
   const staticRoot = resolve(options.staticDir ?? defaultStaticDir());
   const { service } = options;
   const readOnly = options.readOnly ?? false;
+  const secureCookie = scheme === 'https' || publicUrl?.protocol === 'https:';
   let origin = '';
   let csp = '';
+  /** Host header values that name this server (lower case, port included). */
+  const hosts = new Set<string>();
+  const origins = new Set<string>();
 
-  const tokenMatches = (given: string | null | undefined): boolean =>
-    typeof given === 'string' && given.length > 0 && timingSafeEqual(sha256(given), tokenHash);
-
-  const bearer = (req: IncomingMessage): string | null => {
-    const h = req.headers.authorization;
-    if (typeof h !== 'string') return null;
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
-    return m?.[1] ?? null;
-  };
+  /** DNS rebinding: a page on evil.example resolved to 127.0.0.1 sends `Host: evil.example:PORT`. */
+  const hostAccepted = (req: IncomingMessage): boolean =>
+    typeof req.headers.host === 'string' && hosts.has(req.headers.host.toLowerCase());
 
   /** A request is foreign when it carries an Origin other than ours (browsers always send one cross-origin). */
   const foreignOrigin = (req: IncomingMessage): boolean => {
     const o = req.headers.origin;
-    return o !== undefined && o !== origin;
+    return o !== undefined && !origins.has(o.toLowerCase());
   };
+  const hasOurOrigin = (req: IncomingMessage): boolean =>
+    typeof req.headers.origin === 'string' && origins.has(req.headers.origin.toLowerCase());
 
   const baseHeaders = (res: ServerResponse): void => {
     res.setHeader('X-Content-Type-Options', 'nosniff');
@@ -143,13 +186,57 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
 
   const errData = (err: unknown): ErrorDataWire => errorToData(err) as ErrorDataWire;
 
-  const unauthorized = (res: ServerResponse): void => {
+  /** 401: not signed in (the page shows its sign-in screen); the error name says so, the code stays FORBIDDEN. */
+  const unauthorized = (res: ServerResponse, message: string): void => {
     res.setHeader('WWW-Authenticate', 'Bearer');
     sendError(res, 401, {
-      name: 'UnauthorizedError',
+      name: 'UnauthenticatedError',
       code: 'FORBIDDEN',
-      message: 'missing or wrong console token',
+      message,
+      details: { reason: 'unauthenticated' },
     });
+  };
+
+  const cookieAttributes = (maxAge: number): string =>
+    `Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${secureCookie ? '; Secure' : ''}`;
+
+  /**
+   * `POST /api/session` with a Bearer token: a session cookie for this
+   * browser (the page then drops the token from its URL). `DELETE`: signs out.
+   * Only from our own pages (an accepted Origin), since the cookie is theirs.
+   */
+  const handleSession = (req: IncomingMessage, res: ServerResponse): void => {
+    if (!hasOurOrigin(req)) {
+      sendError(res, 403, errData(new ForbiddenError('sessions are for the console page only (Origin)')));
+      return;
+    }
+    req.resume();
+    if (req.method === 'DELETE') {
+      const result = auth.authenticate(req, true);
+      if (result.ok && result.sessionId !== null) {
+        auth.endSession(result.sessionId);
+        for (const [ws, sid] of sessionOf) {
+          if (sid === result.sessionId) ws.close(CLOSE_UNAUTHENTICATED, 'signed out');
+        }
+      }
+      res.setHeader('Set-Cookie', `${SESSION_COOKIE}=; ${cookieAttributes(0)}`);
+      sendJson(res, 200, { ok: true, result: {} });
+      return;
+    }
+    if (req.method !== 'POST') {
+      res.setHeader('Allow', 'POST, DELETE');
+      sendError(res, 405, errData(new InvalidArgumentError('use POST or DELETE for /api/session')));
+      return;
+    }
+    const token = bearerOf(req);
+    const caller = token === null ? null : auth.byToken(token);
+    if (caller === null) {
+      unauthorized(res, token === null ? 'give the console token to sign in' : 'the console token is wrong');
+      return;
+    }
+    const sid = auth.createSession(caller);
+    res.setHeader('Set-Cookie', `${SESSION_COOKIE}=${sid}; ${cookieAttributes(auth.sessionMaxAgeSeconds)}`);
+    sendJson(res, 200, { ok: true, result: {} });
   };
 
   const readBody = (req: IncomingMessage): Promise<Buffer> =>
@@ -177,7 +264,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       req.on('error', reject);
     });
 
-  const handleCall = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  const handleCall = async (req: IncomingMessage, res: ServerResponse, caller: Caller): Promise<void> => {
     if (req.method !== 'POST') {
       res.setHeader('Allow', 'POST');
       sendError(res, 405, errData(new InvalidArgumentError('use POST for /api/call')));
@@ -225,7 +312,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       sendError(res, 403, errData(new ForbiddenError('the console is read-only: force-release is refused')));
       return;
     }
-    const out = await dispatch(service, method, params);
+    const out = await dispatch(service, method, params, caller);
     sendJson(res, out.ok ? 200 : (STATUS_BY_CODE[out.error.code] ?? 500), out);
   };
 
@@ -295,13 +382,23 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       .pipe(res);
   };
 
+  const misdirected = (res: ServerResponse): void => {
+    // 421: the name in Host is not this server's (a rebinding page, or a name missing from --public-url).
+    res.writeHead(421, { 'Content-Type': 'text/plain; charset=utf-8' });
+    res.end('misdirected request: this Host is not served here (see --public-url)\n');
+  };
+
   const notFound = (res: ServerResponse): void => {
     res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' });
     res.end('not found\n');
   };
 
-  const server: Server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     baseHeaders(res);
+    if (!hostAccepted(req)) {
+      misdirected(res);
+      return;
+    }
     let pathname: string;
     try {
       pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
@@ -315,8 +412,14 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
         sendError(res, 403, errData(new ForbiddenError('cross-origin requests are refused')));
         return;
       }
-      if (!tokenMatches(bearer(req))) {
-        unauthorized(res);
+      if (pathname === '/api/session') {
+        handleSession(req, res);
+        return;
+      }
+      const who = auth.authenticate(req, hasOurOrigin(req));
+      if (!who.ok) {
+        if (who.status === 401) unauthorized(res, who.message);
+        else sendError(res, 403, errData(new ForbiddenError(who.message)));
         return;
       }
       if (pathname !== '/api/call') {
@@ -327,7 +430,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
         });
         return;
       }
-      handleCall(req, res).catch((err: unknown) => {
+      handleCall(req, res, who.caller).catch((err: unknown) => {
         if (!res.headersSent) sendError(res, 500, errData(err));
         else res.destroy();
       });
@@ -339,12 +442,18 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       if (!res.headersSent) sendError(res, 500, errData(err));
       else res.destroy();
     }
-  });
+  };
+  const server: Server =
+    options.tls === undefined
+      ? createServer(onRequest)
+      : createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest);
   server.headersTimeout = 20_000;
   server.requestTimeout = 60_000;
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024 });
-  const clients = new Set<WebSocket>();
+  const clients = new Map<WebSocket, Caller>();
+  /** The session a socket was opened with, so signing out or expiry closes it. */
+  const sessionOf = new Map<WebSocket, string>();
 
   server.on('upgrade', (req, socket, head) => {
     const refuse = (status: number, text: string): void => {
@@ -359,6 +468,10 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       refuse(400, 'Bad Request');
       return;
     }
+    if (!hostAccepted(req)) {
+      refuse(421, 'Misdirected Request');
+      return;
+    }
     if (url.pathname !== '/api/events') {
       refuse(404, 'Not Found');
       return;
@@ -367,28 +480,69 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       refuse(403, 'Forbidden');
       return;
     }
-    if (!tokenMatches(url.searchParams.get('token') ?? bearer(req))) {
-      refuse(401, 'Unauthorized');
+    const who = auth.authenticate(req, hasOurOrigin(req));
+    if (!who.ok) {
+      refuse(who.status, who.status === 401 ? 'Unauthorized' : 'Forbidden');
       return;
     }
-    wss.handleUpgrade(req, socket, head, (ws) => onSocket(ws));
+    if (clients.size >= maxClients) {
+      refuse(503, `Too many console clients (at most ${maxClients}); close another console tab`);
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => onSocket(ws, who.caller, who.sessionId));
   });
 
-  const onSocket = (ws: WebSocket): void => {
-    clients.add(ws);
-    let alive = true;
-    const send = (event: ConsoleEvent): void => {
-      if (ws.readyState !== WebSocket.OPEN) return;
-      if (ws.bufferedAmount > maxBuffered) {
-        // Dropping events would leave the client silently wrong; closing makes
-        // it reconnect and take a fresh snapshot.
-        ws.close(1013, 'subscriber too slow; reconnect and resync');
-        return;
+  /**
+   * One subscription for every client: each event is serialized once into a
+   * Buffer that every client's socket queues by reference (ws frames an
+   * unmasked Buffer without copying it), so 100 stalled clients hold one copy
+   * of the backlog, not 100.
+   */
+  const fanOut = (event: ConsoleEvent): void => {
+    if (clients.size === 0) return;
+    const connectionId =
+      event.type === 'connection'
+        ? event.connection.id
+        : event.type === 'connections'
+          ? null
+          : event.connectionId;
+    let shared: Buffer | null = null;
+    for (const [ws, caller] of clients) {
+      if (connectionId !== null && !service.canView(caller, connectionId)) continue;
+      if (event.type === 'connections') {
+        send(ws, Buffer.from(JSON.stringify(connectionsFor(caller, event.connections))));
+        continue;
       }
-      ws.send(JSON.stringify(event));
-    };
-    send({ type: 'connections', connections: service.connections() });
-    const unsubscribe = service.subscribe(send);
+      shared ??= Buffer.from(JSON.stringify(event));
+      send(ws, shared);
+    }
+  };
+  const unsubscribeAll = service.subscribe(fanOut);
+
+  const connectionsFor = (
+    caller: Caller,
+    all: Extract<ConsoleEvent, { type: 'connections' }>['connections'],
+  ): ConsoleEvent => ({ type: 'connections', connections: all.filter((c) => service.canView(caller, c.id)) });
+
+  const send = (ws: WebSocket, data: Buffer): void => {
+    if (ws.readyState !== WebSocket.OPEN) return;
+    if (ws.bufferedAmount > maxBuffered) {
+      // Dropping events would leave the client silently wrong; closing tells
+      // it to reconnect and take fresh snapshots. A client that reads nothing
+      // never sees the close frame: its socket is destroyed shortly after, so
+      // its backlog is freed.
+      ws.close(CLOSE_RESYNC, 'too far behind: reconnect and resync');
+      setTimeout(() => ws.terminate(), closeGraceMs).unref();
+      return;
+    }
+    ws.send(data, { binary: false });
+  };
+
+  const onSocket = (ws: WebSocket, caller: Caller, sessionId: string | null): void => {
+    clients.set(ws, caller);
+    if (sessionId !== null) sessionOf.set(ws, sessionId);
+    let alive = true;
+    send(ws, Buffer.from(JSON.stringify(connectionsFor(caller, service.connections()))));
     ws.on('pong', () => {
       alive = true;
     });
@@ -400,14 +554,18 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
         ws.terminate();
         return;
       }
+      if (sessionId !== null && !auth.sessionValid(sessionId)) {
+        ws.close(CLOSE_UNAUTHENTICATED, 'session expired: sign in again');
+        return;
+      }
       alive = false;
       ws.ping();
     }, options.pingIntervalMs ?? 20_000);
     ping.unref();
     ws.on('close', () => {
       clearInterval(ping);
-      unsubscribe();
       clients.delete(ws);
+      sessionOf.delete(ws);
     });
     ws.on('error', () => ws.terminate());
   };
@@ -420,13 +578,24 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     });
   });
   const port = (server.address() as AddressInfo).port;
-  origin = `http://${hostForUrl(host)}:${port}`;
+  origin = `${scheme}://${hostForUrl(host)}:${port}`;
+  if (!WILDCARD.has(host)) {
+    hosts.add(`${hostForUrl(host)}:${port}`.toLowerCase());
+    // The same machine by its other loopback names, so `http://localhost:PORT` works too.
+    if (LOOPBACK.test(host)) for (const h of ['localhost', '127.0.0.1', '[::1]']) hosts.add(`${h}:${port}`);
+  }
+  for (const h of hosts) origins.add(`${scheme}://${h}`);
+  if (publicUrl !== null) {
+    hosts.add(publicUrl.host.toLowerCase());
+    origins.add(publicUrl.origin.toLowerCase());
+  }
+  const wsOrigins = [...origins].map((o) => o.replace(/^http/, 'ws'));
   csp = [
     "default-src 'self'",
     "script-src 'self'",
     "style-src 'self'",
     "img-src 'self' data:",
-    `connect-src 'self' ws://${hostForUrl(host)}:${port}`,
+    `connect-src 'self' ${wsOrigins.join(' ')}`,
     "object-src 'none'",
     "base-uri 'none'",
     "frame-ancestors 'none'",
@@ -434,14 +603,18 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
   ].join('; ');
 
   let closing: Promise<void> | null = null;
+  const token = authOptions.sharedToken;
+  const base = publicUrl === null ? origin : publicUrl.origin;
   return {
-    url: `${origin}/?token=${encodeURIComponent(token)}`,
+    url: token === null ? `${base}/` : `${base}/?token=${encodeURIComponent(token)}`,
     origin,
+    origins: [...origins],
     port,
     token,
     close() {
       closing ??= (async () => {
-        for (const ws of clients) ws.terminate();
+        unsubscribeAll();
+        for (const ws of clients.keys()) ws.terminate();
         wss.close();
         server.closeAllConnections();
         await new Promise<void>((r) => server.close(() => r()));
@@ -452,6 +625,25 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
 }
 
 class BodyTooLarge extends Error {}
+
+function parsePublicUrl(text: string): URL {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new InvalidArgumentError(`--public-url '${text}' is not a URL (e.g. https://console.example.com)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new InvalidArgumentError(`--public-url must be http:// or https://, got '${url.protocol}'`);
+  }
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+    throw new InvalidArgumentError('--public-url must have no credentials, query or fragment');
+  }
+  if (url.pathname !== '/') {
+    throw new InvalidArgumentError('--public-url must name the root of a host (the console is served at /)');
+  }
+  return url;
+}
 
 /**
  * The real path of `urlPath` under `root`, or null when it does not exist, is

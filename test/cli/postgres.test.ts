@@ -2,6 +2,7 @@
  * The CLI end to end on real PostgreSQL: each test spawns `bin/worklease`
  * (about 1 s of tsx start-up each, so the runs are few and each checks a lot).
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
@@ -133,6 +134,40 @@ describe('worklease show', () => {
     expect(r.stdout).toContain(
       '{\n  "processed": 3,\n  "cursor": "c-3",\n  "lastBatch": [\n    "a",\n    "b"\n  ]\n}',
     );
+  });
+
+  it('escapes bidi, zero-width and C1 characters it prints; --json still parses to the stored value', async () => {
+    const rec = await backend.acquire('job/tricky', 'w-tricky', 60_000);
+    records['job/tricky'] = rec;
+    await backend.checkpoint(rec, enc('{"note":"\u202Eevil\u200B \u009b2J end"}'), 60_000);
+    const r = await run(['show', PG_URL, 'job/tricky', '--schema', ns]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('"note": "\\u202Eevil\\u200B \\u009B2J end"');
+    expect(r.stdout).not.toMatch(/[\u202E\u200B\u009B]/);
+    const j = await run(['show', PG_URL, 'job/tricky', '--schema', ns, '--json']);
+    expect(j.stdout).not.toMatch(/[\u202E\u200B\u009B]/);
+    const body = JSON.parse(j.stdout) as { checkpoint: { decoded: { json: { note: string } } } };
+    expect(body.checkpoint.decoded.json.note).toBe('\u202Eevil\u200B \u009b2J end');
+  });
+
+  it('refuses an operator name with an escape sequence (nothing is written)', async () => {
+    const r = await run([
+      'release',
+      PG_URL,
+      'job/tricky',
+      '--schema',
+      ns,
+      '--force',
+      '--expected-token',
+      String(records['job/tricky']!.fencingToken),
+      '--reason',
+      'test',
+      '--operator',
+      'root\u001b[2J',
+    ]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/control or invisible/);
+    expect((await backend.admin.get('job/tricky'))?.ended).toBeNull();
   });
 
   it('shows a text checkpoint as text', async () => {
@@ -559,14 +594,14 @@ describe('help', () => {
 });
 
 describe('worklease serve', () => {
-  it('prints a URL with a token and answers an authorised API call', async () => {
-    const token = 'test-token-0123456789abcdef';
+  it('never prints a given token, and answers an authorised API call', async () => {
+    const token = randomBytes(32).toString('hex');
     const serve = start(['serve', '--connect', PG_URL, '--schema', ns, '--port', '0'], {
       WORKLEASE_TOKEN: token,
     });
     try {
-      const [, base] = await serve.waitFor(/open: (http:\/\/127\.0\.0\.1:\d+\/)\?token=(\S+)/);
-      expect(serve.stdout()).toContain(`?token=${token}`);
+      const [, base] = await serve.waitFor(/open: (http:\/\/127\.0\.0\.1:\d+\/)$/m);
+      expect(serve.stdout()).not.toContain(token);
       const call = (auth: string) =>
         fetch(new URL('/api/call', base), {
           method: 'POST',

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -14,7 +15,7 @@ import { type LeaseBackend, openBackend } from '../../src/index.ts';
 import { startWebServer, type WebServer } from '../../src/server/index.ts';
 import { sharedOpener, until } from '../console/helpers.ts';
 
-const TOKEN = 'test-token-0123456789abcdef';
+const TOKEN = randomBytes(32).toString('base64url');
 
 interface Reply {
   status: number;
@@ -173,7 +174,9 @@ describe('web server', () => {
   });
 
   it('streams events over WebSocket: connections first, then leases after a write', async () => {
-    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/api/events?token=${TOKEN}`);
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/api/events`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     const events: ConsoleEvent[] = [];
     ws.on('message', (data) => events.push(ConsoleEventSchema.parse(JSON.parse(String(data)))));
     await new Promise((resolve, reject) => {
@@ -207,13 +210,14 @@ describe('web server', () => {
         });
         ws.on('error', () => {});
       });
-    expect(await status(`ws://127.0.0.1:${server.port}/api/events?token=wrong-wrong-wrong`)).toBe(401);
-    expect(await status(`ws://127.0.0.1:${server.port}/api/events`)).toBe(401);
-    expect(
-      await status(`ws://127.0.0.1:${server.port}/api/events?token=${TOKEN}`, {
-        origin: 'http://evil.example',
-      }),
-    ).toBe(403);
+    const events = `ws://127.0.0.1:${server.port}/api/events`;
+    expect(await status(events, { authorization: 'Bearer wrong-wrong-wrong' })).toBe(401);
+    expect(await status(events)).toBe(401);
+    // The token in the URL is only the page's one-time exchange, never a credential of the stream.
+    expect(await status(`${events}?token=${TOKEN}`)).toBe(401);
+    expect(await status(events, { authorization: `Bearer ${TOKEN}`, origin: 'http://evil.example' })).toBe(
+      403,
+    );
   });
 
   it('serves the renderer with a strict CSP and refuses path traversal', async () => {

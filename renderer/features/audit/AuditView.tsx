@@ -1,6 +1,7 @@
 import { useQueries } from '@tanstack/react-query';
 import { useMemo, useState } from 'react';
 import type { AuditEntryWire, ConnectionInfo } from '../../../src/console/api.ts';
+import { visible } from '../../../src/console/text.ts';
 import { auditQuery } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { useConnections } from '../../app/hooks.ts';
@@ -81,10 +82,10 @@ export function AuditView() {
                     {conn.name} <EnvBadge env={conn.environment} />
                   </td>
                   <td>{e.action}</td>
-                  <td className="mono">{e.workId}</td>
-                  <td className="mono">{e.operator}</td>
-                  <td className="reason">{e.reason}</td>
-                  <td className="mono">{e.oldHolderId}</td>
+                  <td className="mono">{visible(e.workId)}</td>
+                  <td className="mono">{visible(e.operator)}</td>
+                  <td className="reason">{visible(e.reason, '\n')}</td>
+                  <td className="mono">{visible(e.oldHolderId)}</td>
                   <td className="mono nowrap">
                     {e.oldToken} → {e.newToken}
                   </td>

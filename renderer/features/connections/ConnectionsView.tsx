@@ -4,7 +4,7 @@ import type { ConnectionInfo } from '../../../src/console/api.ts';
 import { DEFAULT_THRESHOLDS } from '../../../src/console/api.ts';
 import { keys } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
-import { useConnections, useInfo } from '../../app/hooks.ts';
+import { useConnections, useInfo, usePermissions, useSession } from '../../app/hooks.ts';
 import { EnvBadge, ErrorNotice, freshness } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
 import { formatSeconds } from '../../lib/format.ts';
@@ -12,7 +12,8 @@ import { formatSeconds } from '../../lib/format.ts';
 export function ConnectionsView({ linkUp }: { linkUp: boolean }) {
   const connections = useConnections();
   const info = useInfo().data;
-  const editable = info?.profilesEditable === true;
+  const add = useSession().data?.addConnection;
+  const editable = info?.profilesEditable === true && add?.allowed === true;
   const [editing, setEditing] = useState<ConnectionInfo | 'new' | null>(null);
 
   return (
@@ -25,12 +26,13 @@ export function ConnectionsView({ linkUp }: { linkUp: boolean }) {
           </button>
         )}
       </div>
-      {info !== undefined && !editable && (
+      {info !== undefined && !info.profilesEditable && (
         <p className="notice">
           Connection profiles are fixed by the server (for example <code>worklease serve --connect …</code>);
           they are shown read-only here.
         </p>
       )}
+      {info?.profilesEditable === true && add?.allowed === false && <p className="notice">{add.reason}</p>}
       {editing !== null && (
         <ConnectionForm initial={editing === 'new' ? null : editing} onDone={() => setEditing(null)} />
       )}
@@ -45,7 +47,7 @@ export function ConnectionsView({ linkUp }: { linkUp: boolean }) {
           <ConnectionCard
             key={c.id}
             conn={c}
-            editable={editable}
+            editable={info?.profilesEditable === true}
             linkUp={linkUp}
             onEdit={() => setEditing(c)}
           />
@@ -67,6 +69,17 @@ function ConnectionCard({
   onEdit: () => void;
 }) {
   const { client, sync } = useServices();
+  const perm = usePermissions(conn.id);
+  // Whether this caller may edit this connection, and turn its read-only off (a shared console never does).
+  const mayEdit = editable && perm?.edit.allowed === true;
+  const roLocked = conn.readOnly && perm?.makeWritable.allowed !== true;
+  const roReason = !mayEdit
+    ? perm?.edit.allowed === false
+      ? perm.edit.reason
+      : undefined
+    : roLocked && perm?.makeWritable.allowed === false
+      ? perm.makeWritable.reason
+      : undefined;
   const queryClient = useQueryClient();
   const now = useNow();
   const [confirmRemove, setConfirmRemove] = useState(false);
@@ -111,12 +124,16 @@ function ConnectionCard({
             id={roId}
             type="checkbox"
             checked={conn.readOnly}
-            disabled={!editable || update.isPending}
+            disabled={!mayEdit || roLocked || update.isPending}
+            title={roReason}
             onChange={(e) => update.mutate(e.target.checked)}
           />
           Read-only
         </label>
-        {editable && (
+        {editable && !mayEdit && perm?.edit.allowed === false && (
+          <span className="muted">{perm.edit.reason}</span>
+        )}
+        {mayEdit && (
           <>
             <button type="button" onClick={onEdit} aria-label={`Edit ${conn.name}`}>
               Edit

@@ -2,9 +2,10 @@ import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
 import { leaseStatus } from '../../../src/console/status.ts';
+import { visible } from '../../../src/console/text.ts';
 import { auditQuery } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
-import { useInfo } from '../../app/hooks.ts';
+import { useInfo, usePermissions } from '../../app/hooks.ts';
 import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
 import { formatAgo, formatBytes, formatDuration, formatExpiresIn, formatTime } from '../../lib/format.ts';
 import { ForceReleaseDialog } from '../force-release/ForceReleaseDialog.tsx';
@@ -24,7 +25,10 @@ export function DetailPane({ connection, row, localNow, onClose }: DetailPanePro
   const info = useInfo().data;
   const [confirming, setConfirming] = useState<LeaseRow | null>(null);
   const serverNow = localNow + connection.clockOffsetMs;
-  const writable = !connection.readOnly && info?.readOnly === false;
+  const perm = usePermissions(connection.id);
+  // The server's answer decides (role, read-only); before it arrives, nothing is offered.
+  const writable = perm?.forceRelease.allowed === true && !connection.readOnly && info?.readOnly === false;
+  const refusal = perm?.forceRelease.allowed === false ? perm.forceRelease.reason : null;
 
   return (
     <aside className="detail" aria-label="Lease details">
@@ -51,9 +55,9 @@ export function DetailPane({ connection, row, localNow, onClose }: DetailPanePro
               <StatusBadge status={leaseStatus(row, serverNow, connection.thresholds)} />
             </dd>
             <dt>Work ID</dt>
-            <dd className="mono">{row.workId}</dd>
+            <dd className="mono">{visible(row.workId)}</dd>
             <dt>Holder</dt>
-            <dd className="mono">{row.holderId}</dd>
+            <dd className="mono">{visible(row.holderId)}</dd>
             <dt>Fencing token</dt>
             <dd className="mono">{row.fencingToken}</dd>
             <dt>Step</dt>
@@ -109,9 +113,12 @@ export function DetailPane({ connection, row, localNow, onClose }: DetailPanePro
               <p className="muted">
                 {connection.readOnly
                   ? 'This connection is read-only: force release is not offered.'
-                  : 'The console is read-only: force release is not offered.'}
+                  : info?.readOnly !== false
+                    ? 'The console is read-only: force release is not offered.'
+                    : `Force release is not offered: ${refusal ?? 'checking your permissions…'}`}
               </p>
             )}
+            {perm !== undefined && <p className="muted">Your role here: {perm.role}</p>}
           </div>
           <section aria-label="Checkpoint">
             <h3>Checkpoint</h3>
@@ -141,12 +148,13 @@ function LeaseAudit({ connectionId, workId }: { connectionId: string; workId: st
       {q.data.map((e) => (
         <li key={e.id}>
           <div>
-            <strong>{e.action}</strong> by <span className="mono">{e.operator}</span> at {formatTime(e.at)}
+            <strong>{e.action}</strong> by <span className="mono">{visible(e.operator)}</span> at{' '}
+            {formatTime(e.at)}
           </div>
           <div className="muted">
-            holder <span className="mono">{e.oldHolderId}</span>, token {e.oldToken} → {e.newToken}
+            holder <span className="mono">{visible(e.oldHolderId)}</span>, token {e.oldToken} → {e.newToken}
           </div>
-          <div>Reason: {e.reason}</div>
+          <div>Reason: {visible(e.reason, '\n')}</div>
         </li>
       ))}
     </ul>

@@ -7,6 +7,7 @@ import { useVirtualizer } from '@tanstack/react-virtual';
 import { type KeyboardEvent, memo, useCallback, useEffect, useRef } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
 import { leaseStatus } from '../../../src/console/status.ts';
+import { visible } from '../../../src/console/text.ts';
 import { EnvBadge, StatusBadge } from '../../app/ui.tsx';
 import { formatAgo, formatBytes, formatExpiresIn } from '../../lib/format.ts';
 import type { FleetData, FleetView, Sort, SortKey } from './model.ts';
@@ -243,14 +244,14 @@ function Cell({
       );
     case 'workId':
       return (
-        <td className={cls} title={row.workId}>
-          {row.workId}
+        <td className={cls} title={visible(row.workId)}>
+          {visible(row.workId)}
         </td>
       );
     case 'holderId':
       return (
-        <td className={cls} title={row.holderId}>
-          {row.holderId}
+        <td className={cls} title={visible(row.holderId)}>
+          {visible(row.holderId)}
         </td>
       );
     case 'fencingToken':

@@ -7,6 +7,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useId, useRef, useState } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
+import { visible } from '../../../src/console/text.ts';
 import { ConsoleError } from '../../api/client.ts';
 import { keys } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
@@ -105,9 +106,9 @@ export function ForceReleaseDialog({ connection, row, onClose }: ForceReleaseDia
             {connection.name} <EnvBadge env={connection.environment} />
           </dd>
           <dt>Work ID</dt>
-          <dd className="mono">{row.workId}</dd>
+          <dd className="mono">{visible(row.workId)}</dd>
           <dt>Holder</dt>
-          <dd className="mono">{row.holderId}</dd>
+          <dd className="mono">{visible(row.holderId)}</dd>
           <dt>Token being fenced</dt>
           <dd className="mono">{row.fencingToken}</dd>
         </dl>

@@ -2,17 +2,23 @@
  * `worklease serve` (the web console over one or more backends) and
  * `worklease demo` (a simulated fleet, served the same way).
  *
- * The console binds to 127.0.0.1 and requires a bearer token by default. The
- * token is generated unless given; it is printed only inside the URL to open,
- * on stdout, for the operator who started the command.
+ * The console binds to 127.0.0.1 and requires a sign-in by default (see
+ * docs/security.md). A shared token is generated unless one is given
+ * (`--token-file`, `WORKLEASE_TOKEN`, `--token`) or the config file names
+ * users or a proxy; a generated token is printed only inside the URL to open,
+ * on stdout, for the operator who started the command — a given one is never
+ * printed.
  */
-import { randomBytes } from 'node:crypto';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { parseBackendUrl, redactUrl } from '../../backends/url.ts';
+import type { Role } from '../../console/access.ts';
 import { type ConnectionInput, createConsoleService } from '../../console/service.ts';
 import { startDemoConsole } from '../../demo/console.ts';
 import { InvalidArgumentError, WorkleaseError } from '../../lease/errors.ts';
 import type { OpenOptions } from '../../lease/types.ts';
+import { type AuthOptions, checkTokenStrength, generateToken } from '../../server/auth.ts';
+import { loadServeConfig, type ServeConfig } from '../../server/config.ts';
 import { startWebServer } from '../../server/index.ts';
 import { consolePageDir } from '../console-page.ts';
 import { type GlobalOptions, openCli, openOptions, out, resolveUrl, warn } from '../context.ts';
@@ -22,6 +28,15 @@ export interface ServeOptions {
   host: string;
   port: number;
   token?: string;
+  tokenFile?: string;
+  config?: string;
+  publicUrl?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  insecureHttp?: boolean;
+  allowConnectionEdits?: boolean;
+  pgliteDir?: string;
+  maxClients?: number;
   readOnly?: boolean;
   environment?: string;
 }
@@ -37,22 +52,58 @@ export interface DemoOptions {
   host: string;
   port: number;
   token?: string;
+  tokenFile?: string;
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost', '[::1]']);
 
-function resolveToken(given: string | undefined): string {
-  const token = given ?? process.env.WORKLEASE_TOKEN ?? randomBytes(24).toString('base64url');
-  if (token.length < 16) throw new InvalidArgumentError('--token must be at least 16 characters');
-  return token;
+/**
+ * The shared token: from `--token-file`, `WORKLEASE_TOKEN` or `--token` (in
+ * that order of preference: argv is visible to every user in `ps`), else a
+ * generated one when `generate`. Weak or malformed tokens are refused.
+ */
+function resolveToken(
+  options: { token?: string | undefined; tokenFile?: string | undefined },
+  generate: boolean,
+): { token: string | null; generated: boolean } {
+  if (options.token !== undefined && options.tokenFile !== undefined) {
+    throw new InvalidArgumentError('give --token or --token-file, not both');
+  }
+  let token: string | undefined;
+  let what = 'the token';
+  if (options.tokenFile !== undefined) {
+    try {
+      // One trailing newline (what `echo` and editors add) is not part of the token.
+      token = readFileSync(options.tokenFile, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      throw new InvalidArgumentError(
+        `cannot read --token-file ${options.tokenFile}: ${(err as Error).message}`,
+      );
+    }
+    what = `the token in ${options.tokenFile}`;
+  } else if (process.env.WORKLEASE_TOKEN) {
+    token = process.env.WORKLEASE_TOKEN;
+    what = 'WORKLEASE_TOKEN';
+  } else if (options.token !== undefined) {
+    token = options.token;
+    what = '--token';
+    warn('--token is visible to every user of this machine (ps); prefer --token-file or WORKLEASE_TOKEN');
+  }
+  if (token !== undefined) return { token: checkTokenStrength(token, what), generated: false };
+  return generate ? { token: generateToken(), generated: true } : { token: null, generated: false };
 }
 
-function checkHost(host: string): void {
+/** Plain HTTP off loopback sends tokens and cookies in clear: refused unless TLS or --insecure-http. */
+function checkHost(host: string, tls: boolean, insecureHttp: boolean): void {
   if (LOOPBACK.has(host) || host.startsWith('127.')) return;
-  warn('!!! WARNING !!!');
-  warn(`the console is bound to ${host}, not loopback: anyone who can reach this address and learns the`);
-  warn('token can force-release leases. Traffic is plain HTTP (the token crosses the network in clear).');
-  warn('Prefer 127.0.0.1 with an SSH tunnel, or add --read-only.');
+  if (!tls && !insecureHttp) {
+    throw new InvalidArgumentError(
+      `the console would be reachable on ${host} over plain HTTP (tokens and session cookies in clear): ` +
+        'give --tls-cert and --tls-key, or bind to 127.0.0.1 behind a TLS proxy, or pass --insecure-http',
+    );
+  }
+  warn(`the console is bound to ${host}, not loopback: anyone who can reach it can try to sign in.`);
+  if (!tls) warn('Traffic is plain HTTP (--insecure-http): tokens and cookies cross the network in clear.');
 }
 
 /** A readable connection name: kind and host part, never the password. */
@@ -133,21 +184,76 @@ function backendOptions(globals: GlobalOptions): Omit<OpenOptions, 'migrate'> {
   return rest;
 }
 
+function readPem(path: string | undefined, flag: string): Buffer {
+  if (path === undefined) throw new InvalidArgumentError('give both --tls-cert and --tls-key');
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new InvalidArgumentError(`cannot read ${flag} ${path}: ${(err as Error).message}`);
+  }
+}
+
+function pgliteDir(dir: string | undefined): string | undefined {
+  if (dir === undefined) return undefined;
+  try {
+    if (!statSync(dir).isDirectory()) throw new Error('not a directory');
+    return realpathSync(dir);
+  } catch (err) {
+    throw new InvalidArgumentError(
+      `--pglite-dir ${dir} must be an existing directory: ${(err as Error).message}`,
+    );
+  }
+}
+
 export async function serveCommand(options: ServeOptions, globals: GlobalOptions): Promise<void> {
-  const urls = (options.connect?.length ? options.connect : [undefined]).map((u) => resolveUrl(u));
-  const token = resolveToken(options.token);
-  checkHost(options.host);
+  const readOnly = options.readOnly === true;
+  if (readOnly && options.allowConnectionEdits === true) {
+    throw new InvalidArgumentError('--read-only and --allow-connection-edits exclude each other');
+  }
+  const config: ServeConfig =
+    options.config === undefined
+      ? { connections: [], users: [], proxy: null }
+      : loadServeConfig(options.config);
+  // It may hold database passwords: say so when other users can read it.
+  if (options.config !== undefined && (statSync(options.config).mode & 0o077) !== 0) {
+    warn(`${options.config} is readable by other users: it may hold passwords; chmod 600 it`);
+  }
+  const given = options.connect?.length ? options.connect : config.connections.length > 0 ? [] : [undefined];
+  const urls = given.map((u) => resolveUrl(u));
+  const haveUsers = config.users.length > 0 || config.proxy !== null;
+  const { token, generated } = resolveToken(options, !haveUsers);
+  const tls =
+    options.tlsCert === undefined && options.tlsKey === undefined
+      ? undefined
+      : { cert: readPem(options.tlsCert, '--tls-cert'), key: readPem(options.tlsKey, '--tls-key') };
+  checkHost(options.host, tls !== undefined, options.insecureHttp === true);
   await checkPortFree(options.host, options.port);
-  const connections: ConnectionInput[] = urls.map((url) => ({
-    name: connectionName(url),
-    url,
-    readOnly: options.readOnly === true,
-    environment: options.environment ?? '',
-  }));
+  const connections: ConnectionInput[] = [
+    ...config.connections.map((c) => ({ ...c, readOnly: c.readOnly || readOnly })),
+    ...urls.map((url) => ({
+      name: connectionName(url),
+      url,
+      readOnly,
+      environment: options.environment ?? '',
+    })),
+  ];
+  // The shared token's holder may do what the server allows (edits only with the flag).
+  const sharedRole: Role = options.allowConnectionEdits === true ? 'admin' : 'operator';
+  const auth: AuthOptions = {
+    sharedToken: token,
+    sharedRoles: { '*': sharedRole },
+    users: config.users,
+    proxy: config.proxy,
+  };
+  const dataDir = pgliteDir(options.pgliteDir);
   const service = createConsoleService({
-    readOnly: options.readOnly === true,
+    readOnly,
     connections,
     backendOptions: backendOptions(globals),
+    shared: {
+      allowConnectionEdits: options.allowConnectionEdits === true,
+      ...(dataDir === undefined ? {} : { pgliteDataDir: dataDir }),
+    },
   });
   try {
     const server = await listen({
@@ -155,14 +261,25 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
       staticDir: await consolePageDir(warn),
       host: options.host,
       port: options.port,
-      token,
-      readOnly: options.readOnly === true,
+      auth,
+      readOnly,
+      ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
+      ...(tls === undefined ? {} : { tls }),
+      ...(options.maxClients === undefined ? {} : { maxClients: options.maxClients }),
     });
+    const signIn = [
+      token === null ? null : generated ? 'a generated token (in the URL below)' : 'the given token',
+      config.users.some((u) => u.tokenSha256 !== undefined) ? 'per-user tokens' : null,
+      config.proxy === null ? null : `the proxy header from ${config.proxy.trusted.join(', ')}`,
+    ].filter((x) => x !== null);
+    // A given token is never printed (stdout may end up in a log); a generated one must be.
+    const shown = generated ? server.url : server.url.replace(/\?token=.*$/, '');
     try {
       await out(
         [
-          `worklease console${options.readOnly ? ' (read-only)' : ''} for ${urls.map(redactUrl).join(', ')}`,
-          `open: ${server.url}`,
+          `worklease console${readOnly ? ' (read-only)' : ''} for ${connections.map((c) => redactUrl(c.url)).join(', ')}`,
+          `sign-in: ${signIn.join('; ')}`,
+          `open: ${shown}`,
           'Ctrl-C to stop',
         ].join('\n'),
       );
@@ -177,8 +294,13 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
 
 export async function demoCommand(options: DemoOptions, globals: GlobalOptions): Promise<void> {
   const url = resolveUrl(options.backend);
-  const token = options.serve ? resolveToken(options.token) : '';
-  if (options.serve) checkHost(options.host);
+  const resolved = options.serve ? resolveToken(options, true) : null;
+  const token = resolved?.token ?? undefined;
+  if (options.serve && !(LOOPBACK.has(options.host) || options.host.startsWith('127.'))) {
+    throw new InvalidArgumentError(
+      'worklease demo serves on loopback only; for a console others reach, use worklease serve with TLS',
+    );
+  }
   if (options.serve) await checkPortFree(options.host, options.port);
   if (parseBackendUrl(url).kind === 'pglite')
     warn(`starting ${redactUrl(url)} (embedded Postgres; this takes a few seconds)`);
@@ -187,6 +309,7 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
     name: `demo (${connectionName(url)})`,
     url,
     stuckAfterMs: options.stuckAfter,
+    ...(options.serve ? { shared: {} } : {}),
     fleet: {
       workers: options.workers,
       items: options.items,
@@ -213,11 +336,11 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
       staticDir: await consolePageDir(warn),
       host: options.host,
       port: options.port,
-      token,
+      ...(token === undefined ? {} : { token }),
     });
     try {
       await out(
-        `demo fleet: ${options.workers} workers on ${backend.url}\nopen: ${server.url}\nCtrl-C to stop`,
+        `demo fleet: ${options.workers} workers on ${backend.url}\nopen: ${resolved?.generated ? server.url : server.url.replace(/\?token=.*$/, '')}\nCtrl-C to stop`,
       );
       await untilSignal();
     } finally {

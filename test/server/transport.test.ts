@@ -1,0 +1,248 @@
+/**
+ * The web transport's own limits, in process with a scripted service (so the
+ * events are exactly what the test pushes): a slow WebSocket client is
+ * dropped with the resync close code, one event is serialized once for every
+ * client, a proxy header from an untrusted address is refused, the public
+ * URL's host is accepted, and token rules.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import type { Caller } from '../../src/console/access.ts';
+import type { ConnectionInfo, ConsoleEvent, LeaseRow } from '../../src/console/api.ts';
+import { CLOSE_RESYNC } from '../../src/console/api.ts';
+import { checkTokenStrength } from '../../src/server/auth.ts';
+import { parseServeConfig } from '../../src/server/config.ts';
+import { startWebServer, type WebServer, type WebServerOptions } from '../../src/server/index.ts';
+
+const conn: ConnectionInfo = {
+  id: 'c1',
+  name: 'main',
+  url: 'pglite://memory',
+  kind: 'pglite',
+  readOnly: false,
+  environment: '',
+  thresholds: { expiringFraction: 0.25, stuckAfterMs: 60_000 },
+  state: 'live',
+  syncedAt: 0,
+  clockOffsetMs: 0,
+  error: null,
+};
+
+const row = (i: number): LeaseRow => ({
+  workId: `job-${i}-${'x'.repeat(200)}`,
+  holderId: 'w',
+  fencingToken: '1',
+  expiresAt: 0,
+  ttlMs: 1000,
+  stepId: null,
+  acquiredAt: 0,
+  renewedAt: null,
+  checkpointedAt: null,
+  releasedAt: null,
+  checkpointSize: null,
+  cleanHandoff: true,
+  predecessorEnd: 'none',
+  ended: null,
+  version: String(i),
+});
+
+function scriptedService(): WebServerOptions['service'] & { push(e: ConsoleEvent): void; seen: Caller[] } {
+  const listeners = new Set<(e: ConsoleEvent) => void>();
+  const seen: Caller[] = [];
+  return {
+    seen,
+    push: (e) => {
+      for (const l of listeners) l(e);
+    },
+    async handle(_m, _p, caller) {
+      if (caller !== undefined) seen.push(caller);
+      return {} as never;
+    },
+    subscribe(l) {
+      listeners.add(l);
+      return () => listeners.delete(l);
+    },
+    connections: () => [conn],
+    canView: () => true,
+  };
+}
+
+let server: WebServer | null = null;
+afterEach(async () => {
+  await server?.close();
+  server = null;
+});
+
+describe('slow WebSocket clients', () => {
+  it('are dropped with close code 4000 (resync) once their send buffer passes the cap', async () => {
+    const service = scriptedService();
+    const token = randomBytes(32).toString('hex');
+    server = await startWebServer({
+      service,
+      port: 0,
+      token,
+      maxBufferedBytes: 256 * 1024,
+      slowClientGraceMs: 30_000,
+    });
+    const ws = new WebSocket(`ws://127.0.0.1:${server.port}/api/events`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    await new Promise((r) => ws.once('open', r));
+    // Stall the client: its socket stops reading, so the server's queue grows.
+    const socket = (ws as unknown as { _socket: Socket })._socket;
+    socket.pause();
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    const upserts = Array.from({ length: 100 }, (_, i) => row(i));
+    // ~25 KB per event; 2 000 events = 50 MB, far past the kernel's socket buffers and the cap.
+    for (let seq = 1; seq <= 2000; seq++) {
+      service.push({ type: 'leases', connectionId: 'c1', seq, upserts, removed: [], serverTime: 0 });
+      if (seq % 100 === 0) await new Promise((r) => setImmediate(r));
+    }
+    socket.resume();
+    expect(await closed).toBe(CLOSE_RESYNC);
+  });
+
+  it('refuses a client over the cap with 503', async () => {
+    const token = randomBytes(32).toString('hex');
+    server = await startWebServer({ service: scriptedService(), port: 0, token, maxClients: 1 });
+    const headers = { authorization: `Bearer ${token}` };
+    const first = new WebSocket(`ws://127.0.0.1:${server.port}/api/events`, { headers });
+    await new Promise((r) => first.once('open', r));
+    const status = await new Promise<number>((resolve) => {
+      const second = new WebSocket(`ws://127.0.0.1:${server!.port}/api/events`, { headers });
+      second.on('unexpected-response', (_q, res) => resolve(res.statusCode ?? 0));
+      second.on('error', () => {});
+    });
+    expect(status).toBe(503);
+    first.close();
+  });
+});
+
+describe('identity and names', () => {
+  it('refuses a proxy header from an address that is not a trusted proxy (401), believes it from one', async () => {
+    const service = scriptedService();
+    const body = JSON.stringify({ method: 'console.info', params: {} });
+    const post = (port: number, headers: Record<string, string>) =>
+      fetch(`http://127.0.0.1:${port}/api/call`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body,
+      });
+    server = await startWebServer({
+      service,
+      port: 0,
+      auth: {
+        sharedToken: null,
+        sharedRoles: {},
+        proxy: { trusted: ['10.9.9.9'], defaultRoles: { '*': 'viewer' } },
+      },
+    });
+    const untrusted = await post(server.port, { 'x-forwarded-user': 'alice' });
+    expect(untrusted.status).toBe(401);
+    expect(((await untrusted.json()) as { error: { message: string } }).error.message).toMatch(
+      /trusted proxy/,
+    );
+    await server.close();
+    server = await startWebServer({
+      service,
+      port: 0,
+      auth: {
+        sharedToken: null,
+        sharedRoles: {},
+        proxy: { trusted: ['127.0.0.1'], defaultRoles: { '*': 'viewer' } },
+      },
+    });
+    expect((await post(server.port, { 'x-forwarded-user': 'alice' })).status).toBe(200);
+    expect(service.seen.at(-1)).toEqual({ user: 'alice', via: 'proxy', roles: { '*': 'viewer' } });
+    // Header bytes are UTF-8: a name outside ASCII is kept, one with a bidi override is refused.
+    const utf8 = (t: string) => Buffer.from(t, 'utf8').toString('latin1');
+    expect((await post(server.port, { 'x-forwarded-user': utf8('José') })).status).toBe(200);
+    expect(service.seen.at(-1)?.user).toBe('José');
+    expect((await post(server.port, { 'x-forwarded-user': utf8('eve\u202Eadmin') })).status).toBe(401);
+  });
+
+  it('accepts the public URL as Host and Origin', async () => {
+    const token = randomBytes(32).toString('hex');
+    server = await startWebServer({
+      service: scriptedService(),
+      port: 0,
+      token,
+      publicUrl: 'https://console.example.com',
+    });
+    expect(server.origins).toContain('https://console.example.com');
+    expect(server.url).toBe(`https://console.example.com/?token=${token}`);
+    const { request } = await import('node:http');
+    const status = (host: string, origin: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port: server!.port,
+            path: '/api/call',
+            method: 'POST',
+            headers: {
+              host,
+              origin,
+              authorization: `Bearer ${token}`,
+              'content-type': 'application/json',
+            },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end(JSON.stringify({ method: 'console.info', params: {} }));
+      });
+    expect(await status('console.example.com', 'https://console.example.com')).toBe(200);
+    expect(await status('console.example.com', 'http://console.example.com')).toBe(403);
+    expect(await status('other.example.com', 'https://console.example.com')).toBe(421);
+  });
+
+  it('token strength: 128 bits by the character classes used, 10 distinct characters, printable ASCII', () => {
+    expect(() => checkTokenStrength(randomBytes(16).toString('hex'))).not.toThrow();
+    expect(() => checkTokenStrength(randomBytes(16).toString('base64url'))).not.toThrow();
+    for (const weak of [
+      '0000000000000000',
+      'a'.repeat(100),
+      'ab'.repeat(40),
+      randomBytes(8).toString('hex'),
+    ]) {
+      expect(() => checkTokenStrength(weak), weak).toThrow(/too weak/);
+    }
+    for (const bad of [
+      '',
+      'has spaces in it 0123456789abcdefghij',
+      `tab\t${'x'.repeat(40)}`,
+      'ü'.repeat(40),
+    ]) {
+      expect(() => checkTokenStrength(bad), JSON.stringify(bad)).toThrow(/empty|malformed/);
+    }
+  });
+
+  it('serve --config: a bad file is one INVALID_ARGUMENT naming the field', () => {
+    const bad: Array<[unknown, RegExp]> = [
+      [{ users: [{ name: 'a', roles: { '*': 'root' } }] }, /users\.0\.roles/],
+      [{ users: [{ name: 'a', tokenSha256: 'abc', roles: {} }] }, /SHA-256/],
+      [{ connections: [{ name: 'x', url: 'pglite://memory', secret: 1 }] }, /connections\.0/],
+      [
+        {
+          connections: [
+            { name: 'x', url: 'a' },
+            { name: 'x', url: 'b' },
+          ],
+        },
+        /listed twice/,
+      ],
+      [{ proxy: { trusted: [] } }, /proxy\.trusted/],
+      [{ extra: true }, /not valid/],
+    ];
+    for (const [json, message] of bad) {
+      expect(() => parseServeConfig(json), JSON.stringify(json)).toThrow(message);
+    }
+    expect(parseServeConfig({})).toEqual({ connections: [], users: [], proxy: null });
+  });
+});
