@@ -182,6 +182,11 @@ function tick(): void {
     serverTime: now,
   };
   for (const l of listeners) l(event);
+  // The console service announces each connection every second; the renderer greys a silent one.
+  if (seq % Math.round(1000 / TICK_MS) === 0) {
+    const announce: ConsoleEvent = { type: 'connection', connection: { ...connection, syncedAt: now } };
+    for (const l of listeners) l(announce);
+  }
 }
 
 // ---------------------------------------------------------------------------

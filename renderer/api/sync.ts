@@ -33,6 +33,9 @@ export class FleetSync {
   private wasClosed = false;
   /** Local time the last event arrived, for "as of N s ago" while the link is down. */
   lastEventAt = Date.now();
+  /** Local time each connection was last heard of (any event naming it); the service speaks every second. */
+  readonly heardAt = new Map<string, number>();
+  readonly startedAt = Date.now();
 
   constructor(
     private readonly client: ConsoleClient,
@@ -125,7 +128,10 @@ export class FleetSync {
   }
 
   private onEvent(event: ConsoleEvent): void {
-    this.lastEventAt = Date.now();
+    const now = Date.now();
+    this.lastEventAt = now;
+    if (event.type === 'connections') for (const c of event.connections) this.heardAt.set(c.id, now);
+    else this.heardAt.set(event.type === 'connection' ? event.connection.id : event.connectionId, now);
     switch (event.type) {
       case 'connections':
         this.queryClient.setQueryData(keys.connections(), event.connections);

@@ -1,10 +1,10 @@
-import { useEffect, useRef, useState, useSyncExternalStore } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { ActivityView } from '../features/activity/ActivityView.tsx';
 import { AuditView } from '../features/audit/AuditView.tsx';
 import { ConnectionsView } from '../features/connections/ConnectionsView.tsx';
 import { FleetView, type Selection } from '../features/fleet/FleetView.tsx';
 import { NotificationToggle, useStuckNotifications } from '../features/notifications/StuckNotifications.tsx';
-import { useServices } from './context.tsx';
+import { useTransportState } from './freshness.ts';
 import { useFleets, useInfo } from './hooks.ts';
 import { ErrorNotice } from './ui.tsx';
 
@@ -15,14 +15,6 @@ const VIEWS = [
   { id: 'connections', label: 'Connections' },
 ] as const;
 type ViewId = (typeof VIEWS)[number]['id'];
-
-function useTransportState() {
-  const { client } = useServices();
-  return useSyncExternalStore(
-    (cb) => client.onTransportState(cb),
-    () => client.transportState,
-  );
-}
 
 export function App() {
   const [view, setView] = useState<ViewId>('fleet');

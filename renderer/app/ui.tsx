@@ -84,6 +84,8 @@ export function freshness(
   switch (conn.state) {
     case 'live':
       return 'live';
+    case 'stale':
+      return `stale: the backend is not answering · ${asOf}`;
     case 'connecting':
       return 'connecting…';
     case 'reconnecting':

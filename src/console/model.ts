@@ -25,6 +25,16 @@
  * wait grows to 60 s by default (a slow safety poll, since a wake-up can be
  * lost). One that arrives while a poll is in flight makes the next wait at
  * most `pollMinMs`, so a write racing a poll is not left for the safety poll.
+ *
+ * Freshness: the model confirms the feed at least every `heartbeatMs` (1 s):
+ * an idle wait never lasts longer, and where the backend pushes wake-ups the
+ * confirmation between safety polls is one `serverTime` call (one command even
+ * on a cluster, where a poll is 32) — the push channel carries the news, the
+ * call proves the link. `syncedAt` is the backend time at which the last
+ * confirmed poll or heartbeat started. When no confirmation came for
+ * `staleAfterMs` (1.75 s: one missed heartbeat plus margin) the state turns
+ * `stale` at once, without waiting for the hanging call's 10 s timeout, so a
+ * console shows "as of" within 2 s of losing its backend.
  */
 import { hasCode, WorkleaseError } from '../lease/errors.ts';
 import type { LeaseAdmin, LeaseChange, LeaseInfo } from '../lease/types.ts';
@@ -51,6 +61,10 @@ export interface FleetModelOptions {
   retryMinMs?: number;
   /** Longest retry delay, ms. Default 5000. */
   retryMaxMs?: number;
+  /** Longest time between two confirmations of the feed (a poll or a heartbeat), ms. Default 1000. */
+  heartbeatMs?: number;
+  /** The state turns `stale` when no confirmation came for this long, ms. Default 1750. */
+  staleAfterMs?: number;
 }
 
 export type ModelEvent =
@@ -81,6 +95,8 @@ export class FleetModel {
   private readonly changeLimit: number;
   private readonly retryMinMs: number;
   private readonly retryMaxMs: number;
+  private readonly heartbeatMs: number;
+  private readonly staleAfterMs: number;
 
   private entries = new Map<string, Entry>();
   private readonly tombstones = new Map<string, bigint>();
@@ -110,6 +126,11 @@ export class FleetModel {
   /** Number of polls started; waiters of `caughtUp` wait for one started after they asked. */
   private pollsStarted = 0;
   private caughtUpWaiters: Array<{ after: number; resolve: () => void }> = [];
+  /** Local time (performance.now) at which the next `changes` poll is due; heartbeats fill the wait. */
+  private nextPollAt = 0;
+  /** A wake-up or `wake()` asked for a poll: the next turn polls even if a heartbeat was due. */
+  private pollRequested = false;
+  private staleTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly admin: LeaseAdmin,
@@ -124,6 +145,8 @@ export class FleetModel {
     this.changeLimit = options.changeLimit ?? 2000;
     this.retryMinMs = options.retryMinMs ?? 100;
     this.retryMaxMs = options.retryMaxMs ?? 5000;
+    this.heartbeatMs = options.heartbeatMs ?? 1000;
+    this.staleAfterMs = options.staleAfterMs ?? 1750;
   }
 
   get state(): ConnectionState {
@@ -170,6 +193,8 @@ export class FleetModel {
     this.unwatch = null;
     this.wake();
     await this.loopDone;
+    if (this.staleTimer !== null) clearTimeout(this.staleTimer);
+    this.staleTimer = null;
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     for (const w of this.caughtUpWaiters) w.resolve();
@@ -218,12 +243,14 @@ export class FleetModel {
 
   /** Asks the loop to poll now (e.g. after the console itself wrote). */
   wake(): void {
+    this.pollRequested = true;
     const w = this.wakeUp;
     this.wakeUp = null;
     w?.();
   }
 
   private onWatchWake(): void {
+    this.pollRequested = true;
     if (this.wakeUp !== null && this.idleWait) this.wake();
     else this.watchWoke = true;
   }
@@ -246,6 +273,19 @@ export class FleetModel {
           needSnapshot = false;
           idleDelay = this.pollMinMs;
         }
+        if (this.unwatch !== null && !this.pollRequested && performance.now() < this.nextPollAt) {
+          // Between safety polls of a pushing backend: one cheap call proves the link.
+          const startedAt = this.clock.serverNow();
+          await this.admin.serverTime();
+          if (this.closed) break;
+          this.confirm(startedAt);
+          retryDelay = this.retryMinMs;
+          this.idleWait = true;
+          await this.sleep(Math.max(0, Math.min(this.heartbeatMs, this.nextPollAt - performance.now())));
+          this.idleWait = false;
+          continue;
+        }
+        this.pollRequested = false;
         const cursor = this.cursor;
         if (cursor === null) throw new Error('feed cursor missing after snapshot');
         const pollNo = ++this.pollsStarted;
@@ -261,9 +301,8 @@ export class FleetModel {
         }
         const applied = this.applyChanges(batch.changes);
         this.cursor = batch.cursor;
-        this.syncedAtValue = startedAt;
+        this.confirm(startedAt);
         retryDelay = this.retryMinMs;
-        this.setState('live', null);
         const full = batch.changes.length >= this.changeLimit;
         if (!full) {
           this.flush();
@@ -278,6 +317,9 @@ export class FleetModel {
         if (this.watchWoke) delay = Math.min(delay, this.pollMinMs);
         if (this.caughtUpWaiters.length > 0) delay = 0;
         idle = delay > this.pollMinMs;
+        this.nextPollAt = performance.now() + delay;
+        // An idle wait longer than a heartbeat is cut into heartbeats (or, without push, shorter polls).
+        delay = Math.min(delay, this.heartbeatMs);
       } catch (err) {
         if (this.closed) break;
         const unavailable = hasCode(err, 'BACKEND_UNAVAILABLE');
@@ -390,6 +432,19 @@ export class FleetModel {
     this.pendingRemoved = new Set();
     this.seqNo++;
     this.emit({ type: 'leases', seq: this.seqNo, upserts, removed, serverTime: this.clock.serverNow() });
+  }
+
+  /** The backend answered a poll or heartbeat that started at `startedAt` (backend clock). */
+  private confirm(startedAt: number): void {
+    this.syncedAtValue = startedAt;
+    if (this.staleTimer !== null) clearTimeout(this.staleTimer);
+    this.staleTimer = setTimeout(() => {
+      this.staleTimer = null;
+      // A failed call already set reconnecting/error; only a silent (hanging) link turns stale here.
+      if (this.stateValue === 'live' && !this.closed) this.setState('stale', null);
+    }, this.staleAfterMs);
+    this.staleTimer.unref?.();
+    this.setState('live', null);
   }
 
   private resolveCaughtUp(pollNo: number): void {

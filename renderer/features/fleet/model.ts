@@ -267,6 +267,16 @@ export interface FleetSource {
   data: FleetData;
   thresholds: Thresholds;
   clockOffsetMs: number;
+  /**
+   * Set while the connection is stale: the backend time statuses are computed at (its last
+   * confirmed one) instead of the local clock plus offset. Absent or null: live.
+   */
+  frozenAt?: number | null | undefined;
+}
+
+/** The backend time a source's statuses are computed at. */
+export function sourceNow(src: FleetSource, localNow: number): number {
+  return src.frozenAt ?? localNow + src.clockOffsetMs;
 }
 
 export type StatusCounts = Record<LeaseStatus, number>;
@@ -281,7 +291,10 @@ export interface FleetView {
   /** Parallel arrays: the i-th visible row is `connIds[i]` / `workIds[i]`. */
   connIds: string[];
   workIds: string[];
-  /** Counts among rows that pass every filter except the status one (so the chips act as facets). */
+  /**
+   * Counts of the whole fleet in scope, by status, whatever the filters: one meaning for the
+   * chips, so an operator who filtered never reads "expired 0" while expired leases exist.
+   */
   counts: StatusCounts;
   /** Rows before any filter. */
   total: number;
@@ -315,7 +328,8 @@ const PASS_STEP = 1024;
 
 /**
  * One pass over every row of the given connections: status (by each
- * connection's server clock), counts, filters; then, unless the base order is
+ * connection's server clock, or its last confirmed time while stale), counts
+ * of the whole fleet, filters; then, unless the base order is
  * the answer, a stable sort of what passed (ties keep connection then work-id
  * order). A sliceable job (see renderer/lib/slices.ts): it yields every
  * thousand rows and through the sort, so no single task holds the page.
@@ -346,14 +360,13 @@ export function* viewJob(
   if (keep !== null) {
     let total = 0;
     for (const src of sources) {
-      const now = localNow + src.clockOffsetMs;
+      const now = sourceNow(src, localNow);
       const { thresholds } = src;
       total += src.data.rows.size;
       let i = 0;
       // Map iteration stays well-defined when events change the Map between slices.
       for (const row of src.data.rows.values()) {
         if ((++i & (PASS_STEP - 1)) === 0) yield;
-        if (!passes(row)) continue;
         counts[leaseStatus(row, now, thresholds)]++;
       }
     }
@@ -369,7 +382,7 @@ export function* viewJob(
   for (let k = 0; k < sources.length; k++) {
     const src = sources[k] as FleetSource;
     const ids = lists[k] as string[];
-    const now = localNow + src.clockOffsetMs;
+    const now = sourceNow(src, localNow);
     const { rows } = src.data;
     const { thresholds, connectionId } = src;
     total += ids.length;
@@ -378,9 +391,9 @@ export function* viewJob(
       const id = ids[i] as string;
       const row = rows.get(id);
       if (row === undefined) continue;
-      if (!passes(row)) continue;
       const status = leaseStatus(row, now, thresholds);
       counts[status]++;
+      if (!passes(row)) continue;
       if (statusFilter !== null && !statusFilter.has(status)) continue;
       connIds.push(connectionId);
       workIds.push(id);
@@ -463,7 +476,7 @@ export function* summarizeJob(
 ): Generator<void, { counts: StatusCounts; stuck: string[]; expired: number }> {
   const counts = emptyCounts();
   const stuck: string[] = [];
-  const now = localNow + src.clockOffsetMs;
+  const now = sourceNow(src, localNow);
   const rows = [...src.data.rows.values()];
   for (let i = 0; i < rows.length; i++) {
     if ((i & (PASS_STEP - 1)) === PASS_STEP - 1) yield;
