@@ -44,6 +44,26 @@ export interface ConsoleClient extends ConsoleApi {
   /** Called on every link state change; `open` after a reconnect means events may have been missed. */
   onTransportState(listener: (state: TransportState) => void): () => void;
   readonly transportState: TransportState;
+  /**
+   * True once the server answered 401 (no or wrong credentials): not an error of any one call but
+   * a state of the page, shown as the sign-in screen and nothing else.
+   */
+  readonly signInRequired: boolean;
+  onSignInRequired(listener: () => void): () => void;
+  /** The page came with an access token (in the URL or kept for this tab). */
+  readonly tokenGiven: boolean;
+}
+
+/** The server said 401: who is asking is unknown (as opposed to 403, a known caller refused an action). */
+export class NotSignedInError extends ConsoleError {
+  constructor() {
+    super({
+      name: 'NotSignedInError',
+      code: 'FORBIDDEN',
+      message: 'Not signed in: the access token is missing or wrong.',
+      details: { unauthenticated: true },
+    });
+  }
 }
 
 /** What the Electron preload exposes through contextBridge (never ipcRenderer itself). */
@@ -120,6 +140,10 @@ function electronClient(bridge: PreloadBridge): ConsoleClient {
     },
     // IPC to the app's own main process cannot drop while the window lives.
     onTransportState: () => () => {},
+    // The app's own window needs no token.
+    signInRequired: false,
+    onSignInRequired: () => () => {},
+    tokenGiven: false,
   };
 }
 
@@ -150,9 +174,25 @@ export function backoffMs(attempt: number): number {
   return Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
 }
 
+/** Sends the page to `?token=…`, the one way in that every server version understands. */
+export function signIn(token: string, loc: Location = window.location): void {
+  const url = new URL(loc.href);
+  url.searchParams.set('token', token);
+  loc.assign(url.toString());
+}
+
 function webClient(token: string | null): ConsoleClient {
   const events = new Listeners<ConsoleEvent>();
   const states = new Listeners<TransportState>();
+  const signIns = new Listeners<void>();
+  let signInRequired = false;
+  const requireSignIn = () => {
+    if (signInRequired) return;
+    signInRequired = true;
+    // A stored token that the server refuses is of no use to the next page either.
+    window.sessionStorage.removeItem(TOKEN_KEY);
+    signIns.emit();
+  };
   let state: TransportState = 'connecting';
   let socket: WebSocket | null = null;
   let attempt = 0;
@@ -189,7 +229,8 @@ function webClient(token: string | null): ConsoleClient {
       if (socket !== ws) return;
       socket = null;
       setState('closed');
-      setTimeout(connect, backoffMs(attempt++));
+      // Without credentials every attempt is refused: the sign-in screen reloads the page instead.
+      if (!signInRequired) setTimeout(connect, backoffMs(attempt++));
     };
   };
 
@@ -213,21 +254,18 @@ function webClient(token: string | null): ConsoleClient {
           message: `The console server cannot be reached: ${err instanceof Error ? err.message : String(err)}`,
         });
       }
+      if (res.status === 401) {
+        requireSignIn();
+        throw new NotSignedInError();
+      }
       let body: unknown;
       try {
         body = await res.json();
       } catch {
         throw new ConsoleError({
           name: 'InternalError',
-          code: res.status === 401 ? 'FORBIDDEN' : 'INTERNAL',
+          code: 'INTERNAL',
           message: `The console server answered HTTP ${res.status} without a JSON body`,
-        });
-      }
-      if (res.status === 401) {
-        throw new ConsoleError({
-          name: 'ForbiddenError',
-          code: 'FORBIDDEN',
-          message: 'The access token is missing or wrong. Open the URL printed by `worklease serve`.',
         });
       }
       return unwrap(method, body);
@@ -240,6 +278,11 @@ function webClient(token: string | null): ConsoleClient {
       return events.add(listener);
     },
     onTransportState: (listener) => states.add(listener),
+    get signInRequired() {
+      return signInRequired;
+    },
+    onSignInRequired: (listener) => signIns.add(listener),
+    tokenGiven: token !== null && token !== '',
   };
 }
 

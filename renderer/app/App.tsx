@@ -1,11 +1,13 @@
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useRef, useState, useSyncExternalStore } from 'react';
 import { ActivityView } from '../features/activity/ActivityView.tsx';
 import { AuditView } from '../features/audit/AuditView.tsx';
 import { ConnectionsView } from '../features/connections/ConnectionsView.tsx';
 import { FleetView, type Selection } from '../features/fleet/FleetView.tsx';
 import { NotificationToggle, useStuckNotifications } from '../features/notifications/StuckNotifications.tsx';
+import { useServices } from './context.tsx';
 import { useTransportState } from './freshness.ts';
 import { useFleets, useInfo } from './hooks.ts';
+import { SignIn } from './SignIn.tsx';
 import { ErrorNotice } from './ui.tsx';
 
 const VIEWS = [
@@ -16,7 +18,22 @@ const VIEWS = [
 ] as const;
 type ViewId = (typeof VIEWS)[number]['id'];
 
+function useSignInRequired(): boolean {
+  const { client } = useServices();
+  return useSyncExternalStore(
+    (cb) => client.onSignInRequired(cb),
+    () => client.signInRequired,
+  );
+}
+
 export function App() {
+  const signInRequired = useSignInRequired();
+  const { client } = useServices();
+  if (signInRequired) return <SignIn refused={client.tokenGiven} />;
+  return <Console />;
+}
+
+function Console() {
   const [view, setView] = useState<ViewId>('fleet');
   const [scope, setScope] = useState('all');
   const [selection, setSelection] = useState<Selection | null>(null);

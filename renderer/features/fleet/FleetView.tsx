@@ -235,10 +235,16 @@ export function FleetView({
   const errors = inScope.filter(
     (f) =>
       (f.connection.error !== null &&
-        !(f.data !== undefined && f.connection.error.code === 'BACKEND_UNAVAILABLE')) ||
+        !(f.connection.syncedAt !== null && f.connection.error.code === 'BACKEND_UNAVAILABLE')) ||
       f.error !== null,
   );
-  const staleInScope = inScope.filter((f) => freshness.get(f.connection.id)?.stale === true);
+  // A connection that never synced has no rows to be stale: its error (or "Loading") says it all.
+  const staleInScope = inScope.filter(
+    (f) => freshness.get(f.connection.id)?.stale === true && f.connection.syncedAt !== null,
+  );
+  // Nothing to show but errors: no counts, filters or "No leases in this fleet yet" beside them.
+  const blocked =
+    inScope.length > 0 && inScope.every((f) => f.connection.error !== null && f.connection.syncedAt === null);
   const loading = inScope.some((f) => f.isLoading);
   const selectedKey = selection === null ? null : rowKey(selection.connectionId, selection.workId);
   const selectedConn = selection === null ? undefined : connections.get(selection.connectionId);
@@ -272,107 +278,113 @@ export function FleetView({
           ))}
         </div>
       </div>
-      {staleInScope.map((f) => (
-        <StaleNote
-          key={f.connection.id}
-          conn={f.connection}
-          freshness={freshness.get(f.connection.id)}
-          localNow={tick}
-        />
-      ))}
-      <fieldset className="counts" aria-label="Whole fleet by status (click to filter)">
-        <span className="total">
-          {filtered
-            ? `${view.workIds.length.toLocaleString()} of ${view.total.toLocaleString()} leases shown · whole fleet:`
-            : `${view.total.toLocaleString()} leases · whole fleet:`}
-        </span>
-        {LEASE_STATUSES.map((s) => (
-          <button
-            key={s}
-            type="button"
-            className={`count-chip status-${s}`}
-            aria-pressed={filter.statuses.has(s)}
-            onClick={() => toggleStatus(s)}
-          >
-            <span className="count-label">{s}</span>{' '}
-            <span className="count-num">{view.counts[s].toLocaleString()}</span>
-          </button>
-        ))}
-      </fieldset>
-      <div className="filters">
-        <label>
-          <span className="sr-only">Search leases</span>
-          <input
-            ref={searchRef}
-            type="search"
-            id="fleet-search"
-            placeholder="Search work id or holder  ( / )"
-            aria-label="Search leases"
-            value={filter.search}
-            onChange={(e) => setText('search', e.target.value)}
-          />
-        </label>
-        <label>
-          Holder
-          <input
-            type="text"
-            placeholder="prefix"
-            value={filter.holder}
-            onChange={(e) => setText('holder', e.target.value)}
-          />
-        </label>
-        <label>
-          Work ID prefix
-          <input
-            type="text"
-            placeholder="prefix"
-            value={filter.workIdPrefix}
-            onChange={(e) => setText('workIdPrefix', e.target.value)}
-          />
-        </label>
-        <button type="button" disabled={!filtered} onClick={() => setFilter(EMPTY_FILTER)}>
-          Clear filters
-        </button>
-      </div>
       {errors.map((f) => (
         <ErrorNotice
           key={f.connection.id}
           error={f.connection.error ?? f.error}
           url={f.connection.url}
+          context={f.connection.error !== null ? 'connection' : 'action'}
           title={`${f.connection.name}: the fleet cannot be shown`}
         />
       ))}
-      <div className={`fleet-split${selection !== null ? ' with-detail' : ''}`}>
-        {(loading && sources.length === 0) || (computing && view.total === 0 && sources.length > 0) ? (
-          <div className="empty">Loading the fleet…</div>
-        ) : (
-          <FleetTable
-            view={view}
-            fleets={fleetMap}
-            connections={connections}
-            showConnection={scope === 'all' && fleets.length > 1}
+      {!blocked &&
+        staleInScope.map((f) => (
+          <StaleNote
+            key={f.connection.id}
+            conn={f.connection}
+            freshness={freshness.get(f.connection.id)}
             localNow={tick}
-            frozen={frozen}
-            sort={sort}
-            onSort={onSort}
-            activeIndex={activeIndex}
-            onActiveIndex={setActiveIndex}
-            onOpen={onOpen}
-            selectedKey={selectedKey}
           />
-        )}
-        {selection !== null && selectedConn !== undefined && (
-          <DetailPane
-            key={selectedKey}
-            connection={selectedConn}
-            row={fleetMap.get(selection.connectionId)?.rows.get(selection.workId) ?? null}
-            rev={rev}
-            localNow={tick}
-            freshness={freshness.get(selection.connectionId)}
-            onClose={() => onSelect(null)}
-          />
-        )}
-      </div>
+        ))}
+      {!blocked && (
+        <>
+          <fieldset className="counts" aria-label="Whole fleet by status (click to filter)">
+            <span className="total">
+              {filtered
+                ? `${view.workIds.length.toLocaleString()} of ${view.total.toLocaleString()} leases shown · whole fleet:`
+                : `${view.total.toLocaleString()} leases · whole fleet:`}
+            </span>
+            {LEASE_STATUSES.map((s) => (
+              <button
+                key={s}
+                type="button"
+                className={`count-chip status-${s}`}
+                aria-pressed={filter.statuses.has(s)}
+                onClick={() => toggleStatus(s)}
+              >
+                <span className="count-label">{s}</span>{' '}
+                <span className="count-num">{view.counts[s].toLocaleString()}</span>
+              </button>
+            ))}
+          </fieldset>
+          <div className="filters">
+            <label>
+              <span className="sr-only">Search leases</span>
+              <input
+                ref={searchRef}
+                type="search"
+                id="fleet-search"
+                placeholder="Search work id or holder  ( / )"
+                aria-label="Search leases"
+                value={filter.search}
+                onChange={(e) => setText('search', e.target.value)}
+              />
+            </label>
+            <label>
+              Holder
+              <input
+                type="text"
+                placeholder="prefix"
+                value={filter.holder}
+                onChange={(e) => setText('holder', e.target.value)}
+              />
+            </label>
+            <label>
+              Work ID prefix
+              <input
+                type="text"
+                placeholder="prefix"
+                value={filter.workIdPrefix}
+                onChange={(e) => setText('workIdPrefix', e.target.value)}
+              />
+            </label>
+            <button type="button" disabled={!filtered} onClick={() => setFilter(EMPTY_FILTER)}>
+              Clear filters
+            </button>
+          </div>
+          <div className={`fleet-split${selection !== null ? ' with-detail' : ''}`}>
+            {(loading && sources.length === 0) || (computing && view.total === 0 && sources.length > 0) ? (
+              <div className="empty">Loading the fleet…</div>
+            ) : (
+              <FleetTable
+                view={view}
+                fleets={fleetMap}
+                connections={connections}
+                showConnection={scope === 'all' && fleets.length > 1}
+                localNow={tick}
+                frozen={frozen}
+                sort={sort}
+                onSort={onSort}
+                activeIndex={activeIndex}
+                onActiveIndex={setActiveIndex}
+                onOpen={onOpen}
+                selectedKey={selectedKey}
+              />
+            )}
+            {selection !== null && selectedConn !== undefined && (
+              <DetailPane
+                key={selectedKey}
+                connection={selectedConn}
+                row={fleetMap.get(selection.connectionId)?.rows.get(selection.workId) ?? null}
+                rev={rev}
+                localNow={tick}
+                freshness={freshness.get(selection.connectionId)}
+                onClose={() => onSelect(null)}
+              />
+            )}
+          </div>
+        </>
+      )}
     </div>
   );
 }

@@ -23,11 +23,13 @@ import {
   BackendUnavailableError,
   ConflictError,
   FencedError,
+  ForbiddenError,
   InternalError,
   LeaseExpiredError,
   LeaseHeldError,
   NotFoundError,
   SchemaMismatchError,
+  WorkleaseError,
 } from '../../lease/errors.ts';
 import type {
   AuditEntry,
@@ -1005,13 +1007,23 @@ export async function openRedis(url: string, options: OpenOptions = {}): Promise
   const target = parseRedisUrl(url);
   const client = createClient(target, o);
   // Failures reach callers through the calls; an unhandled 'error' event would crash the process.
-  client.on('error', () => {});
+  // A refused AUTH is only seen here: connect() itself just finds the connection closed.
+  let refused: Error | null = null;
+  client.on('error', (err: unknown) => {
+    if (err instanceof Error && /\b(NOAUTH|WRONGPASS|NOPERM)\b/.test(err.message)) refused = err;
+  });
   const driver = new RedisDriver(client, target, o);
   try {
     await connect(client, target, o.callTimeoutMs);
     await driver.checkLayout(o.migrate);
   } catch (err) {
     client.disconnect();
+    const auth = refused as Error | null;
+    if (auth !== null && !(err instanceof WorkleaseError)) {
+      throw new ForbiddenError(`open on ${target.redacted} was refused by the server: ${auth.message}`, {
+        cause: auth,
+      });
+    }
     throw classifyRedisError(err, 'open', target.redacted);
   }
   return createBackend(driver, o.maxStateBytes);
