@@ -37,7 +37,7 @@
  * console shows "as of" within 2 s of losing its backend.
  */
 import { hasCode, WorkleaseError } from '../lease/errors.ts';
-import type { LeaseAdmin, LeaseChange, LeaseInfo } from '../lease/types.ts';
+import type { HandoffCounts, LeaseAdmin, LeaseChange, LeaseInfo } from '../lease/types.ts';
 import type { ConnectionState, LeaseRow } from './api.ts';
 import type { ServerClock } from './clock.ts';
 import { toLeaseRow } from './rows.ts';
@@ -76,7 +76,11 @@ interface Entry {
   row: LeaseRow;
   token: bigint;
   version: bigint;
+  /** The backend's handoff counters at this version, where it keeps them (see LeaseInfo.handoffs). */
+  handoffs: HandoffCounts | undefined;
 }
+
+const NO_HANDOFFS: HandoffCounts = { acquisitions: 0, releases: 0, forceReleases: 0 };
 
 export interface ModelSnapshot {
   rows: LeaseRow[];
@@ -85,6 +89,16 @@ export interface ModelSnapshot {
 }
 
 const sleepResolved = Promise.resolve();
+
+/** Some counter went down: the work item was pruned (which resets them) in between. */
+export function lower(a: HandoffCounts, b: HandoffCounts): boolean {
+  return a.acquisitions < b.acquisitions || a.releases < b.releases || a.forceReleases < b.forceReleases;
+}
+
+/** Versions of a work item are ordered by (token, version). */
+function newer(info: LeaseInfo, than: { token: bigint; version: bigint }): boolean {
+  return info.fencingToken > than.token || (info.fencingToken === than.token && info.version > than.version);
+}
 
 export class FleetModel {
   private readonly pollMinMs: number;
@@ -345,7 +359,20 @@ export class FleetModel {
     do {
       const res = await this.admin.list({ cursor: page, limit: this.pageSize });
       for (const info of res.items) {
-        entries.set(info.workId, { row: toLeaseRow(info), token: info.fencingToken, version: info.version });
+        const row = toLeaseRow(info);
+        entries.set(info.workId, {
+          row,
+          token: info.fencingToken,
+          version: info.version,
+          handoffs: info.handoffs,
+        });
+        // A rebuild after a gap: the counters still tell what happened meanwhile.
+        const old = first ? undefined : this.entries.get(info.workId);
+        if (!first && info.handoffs !== undefined && (old === undefined || newer(info, old))) {
+          const before =
+            old?.handoffs !== undefined && !lower(info.handoffs, old.handoffs) ? old.handoffs : NO_HANDOFFS;
+          this.rates.recordCounted(before === NO_HANDOFFS ? undefined : old?.row, before, row, info.handoffs);
+        }
       }
       page = res.nextCursor;
     } while (page !== null && !this.closed);
@@ -395,18 +422,33 @@ export class FleetModel {
       this.tombstones.delete(info.workId);
     }
     const existing = this.entries.get(info.workId);
-    if (
-      existing !== undefined &&
-      (info.fencingToken < existing.token ||
-        (info.fencingToken === existing.token && info.version <= existing.version))
-    ) {
-      return false;
-    }
+    if (existing !== undefined && !newer(info, existing)) return false;
     const row = toLeaseRow(info);
-    this.entries.set(info.workId, { row, token: info.fencingToken, version: info.version });
+    this.entries.set(info.workId, {
+      row,
+      token: info.fencingToken,
+      version: info.version,
+      handoffs: info.handoffs,
+    });
     this.pendingUpserts.set(info.workId, row);
     this.pendingRemoved.delete(info.workId);
-    this.rates.recordTransition(existing?.row, row);
+    // Counters make the chart exact on a coalescing feed. They count since the work item was
+    // created or last pruned, so a row the model does not hold (new since the snapshot, or back
+    // after a prune) and a row whose counters went down (pruned in between) start from zero.
+    if (info.handoffs !== undefined) {
+      const before =
+        existing?.handoffs !== undefined && !lower(info.handoffs, existing.handoffs)
+          ? existing.handoffs
+          : NO_HANDOFFS;
+      this.rates.recordCounted(
+        before === NO_HANDOFFS ? undefined : existing?.row,
+        before,
+        row,
+        info.handoffs,
+      );
+    } else {
+      this.rates.recordTransition(existing?.row, row);
+    }
     return true;
   }
 
