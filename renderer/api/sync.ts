@@ -95,6 +95,15 @@ export class FleetSync {
       const total = first.total ?? first.rows.length;
       let offset = first.rows.length;
       let same = true;
+      let pages = 1;
+      // Show the first pages at once (the first rows within a second, not after all 100 000); events
+      // wait in the queue until the whole snapshot is in.
+      const show = () => {
+        if (attempt === 0 && offset < total && !superseded()) {
+          this.queryClient.setQueryData(keys.fleet(connectionId), builder.partial(pages, total));
+        }
+      };
+      show();
       while (offset < total && !superseded()) {
         const page = await this.client.call('fleet.snapshot', {
           connectionId,
@@ -108,6 +117,9 @@ export class FleetSync {
         }
         builder.add(page.rows);
         offset += page.rows.length;
+        pages++;
+        // Every fifth page (~10 000 rows): each publish makes the view pass over what has arrived.
+        if (pages % 5 === 0) show();
       }
       if (same) return builder.finish();
     }

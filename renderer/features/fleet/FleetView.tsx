@@ -239,6 +239,15 @@ export function FleetView({
       f.error !== null,
   );
   // A connection that never synced has no rows to be stale: its error (or "Loading") says it all.
+  // Snapshots still arriving page by page: say how far, so partial counts are not read as the fleet.
+  const loadingParts = sources.flatMap((src) => (src.data.loading === undefined ? [] : [src.data.loading]));
+  const loadingRows =
+    loadingParts.length === 0
+      ? null
+      : {
+          loaded: loadingParts.reduce((n, l) => n + l.loaded, 0),
+          total: loadingParts.reduce((n, l) => n + l.total, 0),
+        };
   const staleInScope = inScope.filter(
     (f) => freshness.get(f.connection.id)?.stale === true && f.connection.syncedAt !== null,
   );
@@ -300,9 +309,11 @@ export function FleetView({
         <>
           <fieldset className="counts" aria-label="Whole fleet by status (click to filter)">
             <span className="total">
-              {filtered
-                ? `${view.workIds.length.toLocaleString()} of ${view.total.toLocaleString()} leases shown · whole fleet:`
-                : `${view.total.toLocaleString()} leases · whole fleet:`}
+              {loadingRows !== null
+                ? `loading ${loadingRows.loaded.toLocaleString()} of ${loadingRows.total.toLocaleString()} leases… · so far:`
+                : filtered
+                  ? `${view.workIds.length.toLocaleString()} of ${view.total.toLocaleString()} leases shown · whole fleet:`
+                  : `${view.total.toLocaleString()} leases · whole fleet:`}
             </span>
             {LEASE_STATUSES.map((s) => (
               <button

@@ -36,6 +36,8 @@ export interface FleetData {
   rev: number;
   /** Bumped when ids were added or removed. */
   membershipRev: number;
+  /** Set while the snapshot is still arriving page by page: rows so far and in the whole snapshot. */
+  loading?: { loaded: number; total: number } | undefined;
 }
 
 export interface Snapshot {
@@ -87,6 +89,25 @@ export class SnapshotBuilder {
       if (last !== undefined && !(last < row.workId)) this.ordered = false;
       ids.push(row.workId);
     }
+  }
+
+  /**
+   * What has arrived so far, to show while later pages load: the first rows need not wait for
+   * 100 000 (the view refreshes as membershipRev moves). Shares the builder's Map and id list.
+   */
+  partial(page: number, total: number): FleetData {
+    if (!this.ordered) this.ids.sort(cmp);
+    this.ordered = true;
+    return {
+      connectionId: this.head.connectionId,
+      rows: this.rows,
+      sortedIds: this.ids,
+      seq: this.head.seq,
+      serverTime: this.head.serverTime,
+      rev: page,
+      membershipRev: page,
+      loading: { loaded: this.ids.length, total },
+    };
   }
 
   finish(): FleetData {
