@@ -148,18 +148,27 @@ export function ErrorNotice({
       ? (error as ErrorDataWire)
       : toErrorData(error);
   const d = describeError(data, context, url);
+  // Two lines at most (title, then the message with its advice, command and details), so an error
+  // above the fleet table does not push the rows away.
   return (
     <div className="error-notice" role="alert">
       {title !== undefined && <strong>{title}</strong>}
-      <div className="error-headline">{d.headline}</div>
-      {d.advice !== null && <div className="hint">{d.advice}</div>}
-      {d.command !== null && <pre className="command">{d.command}</pre>}
-      {d.headline !== data.message && (
-        <details className="error-details">
-          <summary>Details</summary>
-          <code className="error-code">{data.code}</code> {data.message}
-        </details>
-      )}
+      <div>
+        <span className="error-headline">{d.headline}</span>
+        {d.advice !== null && <span className="hint"> {d.advice}</span>}
+        {d.command !== null && (
+          <>
+            {' '}
+            <code className="command">{d.command}</code>
+          </>
+        )}
+        {d.headline !== data.message && (
+          <details className="error-details">
+            <summary>Details</summary>
+            <code className="error-code">{data.code}</code> {data.message}
+          </details>
+        )}
+      </div>
     </div>
   );
 }
