@@ -294,6 +294,8 @@ export class FleetModel {
           if (this.closed) break;
           this.confirm(startedAt);
           retryDelay = this.retryMinMs;
+          // A wake-up that came during the call: poll now rather than after the next wait.
+          if (this.pollRequested) continue;
           this.idleWait = true;
           await this.sleep(Math.max(0, Math.min(this.heartbeatMs, this.nextPollAt - performance.now())));
           this.idleWait = false;
