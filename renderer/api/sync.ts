@@ -35,6 +35,12 @@ export class FleetSync {
   lastEventAt = Date.now();
   /** Local time each connection was last heard of (any event naming it); the service speaks every second. */
   readonly heardAt = new Map<string, number>();
+  /**
+   * The newest syncedAt of each connection. The service announces every connection every second;
+   * when nothing but syncedAt moved, only this map is updated, not the query cache, so the fleet
+   * does not re-render every visible row each second (the "as of" reads it here).
+   */
+  readonly syncedAt = new Map<string, number | null>();
   readonly startedAt = Date.now();
 
   constructor(
@@ -146,12 +152,15 @@ export class FleetSync {
     else this.heardAt.set(event.type === 'connection' ? event.connection.id : event.connectionId, now);
     switch (event.type) {
       case 'connections':
+        for (const c of event.connections) this.syncedAt.set(c.id, c.syncedAt);
         this.queryClient.setQueryData(keys.connections(), event.connections);
         return;
       case 'connection': {
         const conn = event.connection;
+        this.syncedAt.set(conn.id, conn.syncedAt);
         const prev = this.queryClient.getQueryData<ConnectionInfo[]>(keys.connections());
         const before = prev?.find((c) => c.id === conn.id);
+        if (before !== undefined && sameButSyncedAt(before, conn)) return;
         this.queryClient.setQueryData<ConnectionInfo[]>(keys.connections(), (list) => {
           if (list === undefined) return [conn];
           const i = list.findIndex((c) => c.id === conn.id);
@@ -210,4 +219,9 @@ export class FleetSync {
   private refetchSoon(connectionId: string): void {
     void this.queryClient.refetchQueries({ queryKey: keys.fleet(connectionId), exact: true });
   }
+}
+
+/** Whether two announcements of a connection differ in nothing but syncedAt. */
+function sameButSyncedAt(a: ConnectionInfo, b: ConnectionInfo): boolean {
+  return JSON.stringify({ ...a, syncedAt: 0 }) === JSON.stringify({ ...b, syncedAt: 0 });
 }

@@ -32,8 +32,9 @@ export function freshnessOf(
   localNow: number,
   transport: TransportState,
   heardAt: number,
+  syncedAt: number | null = conn.syncedAt,
 ): Freshness {
-  const asOf = conn.syncedAt;
+  const asOf = syncedAt;
   const silentMs = localNow - heardAt;
   let reason: string | null = null;
   if (transport !== 'open') reason = 'the console server cannot be reached';
@@ -79,7 +80,16 @@ export function useFreshness(connections: readonly ConnectionInfo[]): Map<string
   return useMemo(() => {
     const m = new Map<string, Freshness>();
     for (const c of connections) {
-      m.set(c.id, freshnessOf(c, now, transport, sync.heardAt.get(c.id) ?? sync.startedAt));
+      m.set(
+        c.id,
+        freshnessOf(
+          c,
+          now,
+          transport,
+          sync.heardAt.get(c.id) ?? sync.startedAt,
+          sync.syncedAt.get(c.id) ?? c.syncedAt,
+        ),
+      );
     }
     return m;
   }, [connections, now, transport, sync]);

@@ -42,13 +42,13 @@ export function toSources(entries: FleetEntry[], freshness?: Map<string, Freshne
   const out: FleetSource[] = [];
   for (const e of entries) {
     if (e.data === undefined) continue;
-    const stale = freshness?.get(e.connection.id)?.stale === true;
+    const f = freshness?.get(e.connection.id);
     out.push({
       connectionId: e.connection.id,
       data: e.data,
       thresholds: e.connection.thresholds,
       clockOffsetMs: e.connection.clockOffsetMs,
-      frozenAt: stale ? (e.connection.syncedAt ?? e.data.serverTime) : null,
+      frozenAt: f?.stale === true ? (f.asOf ?? e.data.serverTime) : null,
     });
   }
   return out;

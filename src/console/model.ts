@@ -32,7 +32,7 @@
  * on a cluster, where a poll is 32) — the push channel carries the news, the
  * call proves the link. `syncedAt` is the backend time at which the last
  * confirmed poll or heartbeat started. When no confirmation came for
- * `staleAfterMs` (1.75 s: one missed heartbeat plus margin) the state turns
+ * `staleAfterMs` (1.5 s: a heartbeat plus 0.5 s margin) the state turns
  * `stale` at once, without waiting for the hanging call's 10 s timeout, so a
  * console shows "as of" within 2 s of losing its backend.
  */
@@ -63,7 +63,7 @@ export interface FleetModelOptions {
   retryMaxMs?: number;
   /** Longest time between two confirmations of the feed (a poll or a heartbeat), ms. Default 1000. */
   heartbeatMs?: number;
-  /** The state turns `stale` when no confirmation came for this long, ms. Default 1750. */
+  /** The state turns `stale` when no confirmation came for this long, ms. Default 1500. */
   staleAfterMs?: number;
 }
 
@@ -160,7 +160,7 @@ export class FleetModel {
     this.retryMinMs = options.retryMinMs ?? 100;
     this.retryMaxMs = options.retryMaxMs ?? 5000;
     this.heartbeatMs = options.heartbeatMs ?? 1000;
-    this.staleAfterMs = options.staleAfterMs ?? 1750;
+    this.staleAfterMs = options.staleAfterMs ?? 1500;
   }
 
   get state(): ConnectionState {
