@@ -101,11 +101,16 @@ export interface ConsoleUnderTest {
 /** What `worklease serve --connect …` runs, in-process on a free port, serving the built renderer. */
 export async function startConsole(
   connections: ConnectionInput[],
-  options: { readOnly?: boolean; feed?: FleetModelOptions; operator?: string } = {},
+  options: {
+    readOnly?: boolean;
+    feed?: FleetModelOptions;
+    operator?: string;
+    profilesEditable?: boolean;
+  } = {},
 ): Promise<ConsoleUnderTest> {
   const service = createConsoleService({
     connections,
-    profilesEditable: false,
+    profilesEditable: options.profilesEditable ?? false,
     operator: options.operator ?? 'e2e-operator',
     readOnly: options.readOnly ?? false,
     // Quick idle polling so "appears within 1 s" measures the console, not the poll interval.

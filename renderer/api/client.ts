@@ -9,6 +9,7 @@
  */
 import {
   CLOSE_RESYNC,
+  CLOSE_UNAUTHENTICATED,
   type ConsoleApi,
   type ConsoleEvent,
   ConsoleEventSchema,
@@ -46,6 +47,26 @@ export interface ConsoleClient extends ConsoleApi {
   /** Called on every link state change; `open` after a reconnect means events may have been missed. */
   onTransportState(listener: (state: TransportState) => void): () => void;
   readonly transportState: TransportState;
+  /**
+   * True once the server answered 401 (no or wrong credentials): not an error of any one call but
+   * a state of the page, shown as the sign-in screen and nothing else.
+   */
+  readonly signInRequired: boolean;
+  onSignInRequired(listener: () => void): () => void;
+  /** The page came with an access token in its address (exchanged for the session cookie). */
+  readonly tokenGiven: boolean;
+}
+
+/** The server said 401: who is asking is unknown (as opposed to 403, a known caller refused an action). */
+export class NotSignedInError extends ConsoleError {
+  constructor() {
+    super({
+      name: 'NotSignedInError',
+      code: 'FORBIDDEN',
+      message: 'Not signed in: the access token is missing or wrong.',
+      details: { unauthenticated: true },
+    });
+  }
 }
 
 declare global {
@@ -117,6 +138,10 @@ function electronClient(bridge: WorkleaseBridge): ConsoleClient {
     },
     // IPC to the app's own main process cannot drop while the window lives.
     onTransportState: () => () => {},
+    // The app's own window needs no token.
+    signInRequired: false,
+    onSignInRequired: () => () => {},
+    tokenGiven: false,
   };
 }
 
@@ -126,15 +151,16 @@ function electronClient(bridge: WorkleaseBridge): ConsoleClient {
  * the address bar so it does not end up in history, bookmarks or
  * screenshots. The page never keeps the token; later calls, other tabs and
  * the event stream carry the cookie. A wrong token is removed too: the calls
- * then answer 401 and the page asks to sign in.
+ * then answer 401 and the page shows the sign-in screen. Resolves to whether
+ * the address carried a token (so the sign-in screen can say it was refused).
  */
-export async function exchangeToken(loc: Location = window.location): Promise<void> {
+export async function exchangeToken(loc: Location = window.location): Promise<boolean> {
   const url = new URL(loc.href);
   const token = url.searchParams.get('token');
-  if (token === null) return;
+  if (token === null) return false;
   url.searchParams.delete('token');
   window.history.replaceState(window.history.state, '', url.pathname + url.search + url.hash);
-  if (token === '') return;
+  if (token === '') return false;
   try {
     await fetch(new URL('api/session', loc.href), {
       method: 'POST',
@@ -144,6 +170,7 @@ export async function exchangeToken(loc: Location = window.location): Promise<vo
   } catch {
     // Unreachable server: the first call reports it.
   }
+  return true;
 }
 
 /** Reconnect delays: quick at first (a restarting server), then at most every 10 s. */
@@ -151,9 +178,27 @@ export function backoffMs(attempt: number): number {
   return Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
 }
 
-function webClient(signedIn: Promise<void>): ConsoleClient {
+/** Sends the page to `?token=…`, which it exchanges for the session cookie on load. */
+export function signIn(token: string, loc: Location = window.location): void {
+  const url = new URL(loc.href);
+  url.searchParams.set('token', token);
+  loc.assign(url.toString());
+}
+
+function webClient(signedIn: Promise<boolean>): ConsoleClient {
   const events = new Listeners<ConsoleEvent>();
   const states = new Listeners<TransportState>();
+  const signIns = new Listeners<void>();
+  let signInRequired = false;
+  let tokenGiven = false;
+  void signedIn.then((given) => {
+    tokenGiven = given;
+  });
+  const requireSignIn = () => {
+    if (signInRequired) return;
+    signInRequired = true;
+    signIns.emit();
+  };
   let state: TransportState = 'connecting';
   let socket: WebSocket | null = null;
   let attempt = 0;
@@ -191,6 +236,10 @@ function webClient(signedIn: Promise<void>): ConsoleClient {
       if (socket !== ws) return;
       socket = null;
       setState('closed');
+      // Signed out (or the session ended): every attempt would be refused.
+      if (ev.code === CLOSE_UNAUTHENTICATED) requireSignIn();
+      // Without credentials the sign-in screen reloads the page instead of reconnecting.
+      if (signInRequired) return;
       // Dropped for falling behind: events were lost, so reconnect at once; the
       // reopen makes the sync layer take fresh snapshots.
       if (ev.code === CLOSE_RESYNC) attempt = 0;
@@ -220,24 +269,20 @@ function webClient(signedIn: Promise<void>): ConsoleClient {
           message: `The console server cannot be reached: ${err instanceof Error ? err.message : String(err)}`,
         });
       }
+      if (res.status === 401) {
+        // Not signed in (no or wrong token, session ended): a state of the page, not of this call.
+        // A 403 (signed in, not allowed) keeps the server's own error.
+        requireSignIn();
+        throw new NotSignedInError();
+      }
       let body: unknown;
       try {
         body = await res.json();
       } catch {
         throw new ConsoleError({
           name: 'InternalError',
-          code: res.status === 401 ? 'FORBIDDEN' : 'INTERNAL',
+          code: 'INTERNAL',
           message: `The console server answered HTTP ${res.status} without a JSON body`,
-        });
-      }
-      if (res.status === 401) {
-        // Not signed in (no or wrong token, session ended): `name` tells it
-        // apart from a 403 (signed in, not allowed), which keeps its own error.
-        throw new ConsoleError({
-          name: 'UnauthenticatedError',
-          code: 'FORBIDDEN',
-          message: 'You are not signed in: open the URL printed by `worklease serve`, or sign in again.',
-          details: { reason: 'unauthenticated' },
         });
       }
       return unwrap(method, body);
@@ -250,6 +295,13 @@ function webClient(signedIn: Promise<void>): ConsoleClient {
       return events.add(listener);
     },
     onTransportState: (listener) => states.add(listener),
+    get signInRequired() {
+      return signInRequired;
+    },
+    onSignInRequired: (listener) => signIns.add(listener),
+    get tokenGiven() {
+      return tokenGiven;
+    },
   };
 }
 

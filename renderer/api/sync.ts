@@ -33,6 +33,15 @@ export class FleetSync {
   private wasClosed = false;
   /** Local time the last event arrived, for "as of N s ago" while the link is down. */
   lastEventAt = Date.now();
+  /** Local time each connection was last heard of (any event naming it); the service speaks every second. */
+  readonly heardAt = new Map<string, number>();
+  /**
+   * The newest syncedAt of each connection. The service announces every connection every second;
+   * when nothing but syncedAt moved, only this map is updated, not the query cache, so the fleet
+   * does not re-render every visible row each second (the "as of" reads it here).
+   */
+  readonly syncedAt = new Map<string, number | null>();
+  readonly startedAt = Date.now();
 
   constructor(
     private readonly client: ConsoleClient,
@@ -92,6 +101,15 @@ export class FleetSync {
       const total = first.total ?? first.rows.length;
       let offset = first.rows.length;
       let same = true;
+      let pages = 1;
+      // Show the first pages at once (the first rows within a second, not after all 100 000); events
+      // wait in the queue until the whole snapshot is in.
+      const show = () => {
+        if (attempt === 0 && offset < total && !superseded()) {
+          this.queryClient.setQueryData(keys.fleet(connectionId), builder.partial(pages, total));
+        }
+      };
+      show();
       while (offset < total && !superseded()) {
         const page = await this.client.call('fleet.snapshot', {
           connectionId,
@@ -105,6 +123,9 @@ export class FleetSync {
         }
         builder.add(page.rows);
         offset += page.rows.length;
+        pages++;
+        // Every fifth page (~10 000 rows): each publish makes the view pass over what has arrived.
+        if (pages % 5 === 0) show();
       }
       if (same) return builder.finish();
     }
@@ -125,15 +146,21 @@ export class FleetSync {
   }
 
   private onEvent(event: ConsoleEvent): void {
-    this.lastEventAt = Date.now();
+    const now = Date.now();
+    this.lastEventAt = now;
+    if (event.type === 'connections') for (const c of event.connections) this.heardAt.set(c.id, now);
+    else this.heardAt.set(event.type === 'connection' ? event.connection.id : event.connectionId, now);
     switch (event.type) {
       case 'connections':
+        for (const c of event.connections) this.syncedAt.set(c.id, c.syncedAt);
         this.queryClient.setQueryData(keys.connections(), event.connections);
         return;
       case 'connection': {
         const conn = event.connection;
+        this.syncedAt.set(conn.id, conn.syncedAt);
         const prev = this.queryClient.getQueryData<ConnectionInfo[]>(keys.connections());
         const before = prev?.find((c) => c.id === conn.id);
+        if (before !== undefined && sameButSyncedAt(before, conn)) return;
         this.queryClient.setQueryData<ConnectionInfo[]>(keys.connections(), (list) => {
           if (list === undefined) return [conn];
           const i = list.findIndex((c) => c.id === conn.id);
@@ -192,4 +219,9 @@ export class FleetSync {
   private refetchSoon(connectionId: string): void {
     void this.queryClient.refetchQueries({ queryKey: keys.fleet(connectionId), exact: true });
   }
+}
+
+/** Whether two announcements of a connection differ in nothing but syncedAt. */
+function sameButSyncedAt(a: ConnectionInfo, b: ConnectionInfo): boolean {
+  return JSON.stringify({ ...a, syncedAt: 0 }) === JSON.stringify({ ...b, syncedAt: 0 });
 }

@@ -6,7 +6,9 @@ import { ConnectionsView } from '../features/connections/ConnectionsView.tsx';
 import { FleetView, type Selection } from '../features/fleet/FleetView.tsx';
 import { NotificationToggle, useStuckNotifications } from '../features/notifications/StuckNotifications.tsx';
 import { useServices } from './context.tsx';
+import { useTransportState } from './freshness.ts';
 import { useFleets, useInfo } from './hooks.ts';
+import { SignIn } from './SignIn.tsx';
 import { ErrorNotice } from './ui.tsx';
 
 const VIEWS = [
@@ -17,15 +19,22 @@ const VIEWS = [
 ] as const;
 type ViewId = (typeof VIEWS)[number]['id'];
 
-function useTransportState() {
+function useSignInRequired(): boolean {
   const { client } = useServices();
   return useSyncExternalStore(
-    (cb) => client.onTransportState(cb),
-    () => client.transportState,
+    (cb) => client.onSignInRequired(cb),
+    () => client.signInRequired,
   );
 }
 
 export function App() {
+  const signInRequired = useSignInRequired();
+  const { client } = useServices();
+  if (signInRequired) return <SignIn refused={client.tokenGiven} />;
+  return <Console />;
+}
+
+function Console() {
   const [view, setView] = useState<ViewId>('fleet');
   const [scope, setScope] = useState('all');
   const [selection, setSelection] = useState<Selection | null>(null);

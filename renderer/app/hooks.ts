@@ -4,6 +4,7 @@ import type { ConnectionInfo } from '../../src/console/api.ts';
 import { connectionsQuery, fleetQuery, infoQuery, sessionQuery } from '../api/queries.ts';
 import type { FleetData, FleetSource } from '../features/fleet/model.ts';
 import { useServices } from './context.tsx';
+import type { Freshness } from './freshness.ts';
 
 export function useConnections() {
   const { client } = useServices();
@@ -45,15 +46,21 @@ export function useFleets(): FleetEntry[] {
   });
 }
 
-export function toSources(entries: FleetEntry[]): FleetSource[] {
+/**
+ * The fleets as the view passes see them. With `freshness`, a stale connection's statuses are
+ * computed at its last confirmed backend time (see app/freshness.ts).
+ */
+export function toSources(entries: FleetEntry[], freshness?: Map<string, Freshness>): FleetSource[] {
   const out: FleetSource[] = [];
   for (const e of entries) {
     if (e.data === undefined) continue;
+    const f = freshness?.get(e.connection.id);
     out.push({
       connectionId: e.connection.id,
       data: e.data,
       thresholds: e.connection.thresholds,
       clockOffsetMs: e.connection.clockOffsetMs,
+      frozenAt: f?.stale === true ? (f.asOf ?? e.data.serverTime) : null,
     });
   }
   return out;

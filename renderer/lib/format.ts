@@ -47,6 +47,12 @@ export function formatClock(epochMs: number): string {
   return `${pad(d.getHours())}:${pad(d.getMinutes())}`;
 }
 
+/** "09:31:02": local wall time of a backend timestamp, to the second. */
+export function formatClockSeconds(epochMs: number): string {
+  const d = new Date(epochMs);
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
 /** One line of a classic hex dump: offset, 16 bytes in hex, printable ASCII. */
 export function hexDump(bytes: Uint8Array, baseOffset: number): string {
   const lines: string[] = [];

@@ -75,7 +75,18 @@ export const LeaseRowSchema = z.strictObject({
 });
 export type LeaseRow = z.infer<typeof LeaseRowSchema>;
 
-export const ConnectionStateSchema = z.enum(['connecting', 'live', 'reconnecting', 'error', 'closed']);
+/**
+ * `stale`: the backend has not confirmed the feed for a while (a call hangs); rows are as of
+ * `syncedAt`. `reconnecting`: calls fail and are retried. Only `live` data is current.
+ */
+export const ConnectionStateSchema = z.enum([
+  'connecting',
+  'live',
+  'stale',
+  'reconnecting',
+  'error',
+  'closed',
+]);
 export type ConnectionState = z.infer<typeof ConnectionStateSchema>;
 
 export const ConnectionInfoSchema = z.strictObject({
@@ -89,7 +100,11 @@ export const ConnectionInfoSchema = z.strictObject({
   environment: z.string().max(40),
   thresholds: ThresholdsSchema,
   state: ConnectionStateSchema,
-  /** When the model was last known to match the backend (backend clock, ms); null before the first sync. */
+  /**
+   * When the model was last known to match the backend (backend clock, ms); null before the first sync.
+   * Confirmed about every second while live; statuses of a connection that is not live are computed
+   * at this time, never by a clock that runs on without the backend.
+   */
   syncedAt: ms.nullable(),
   /** Backend clock minus this machine's clock, ms. */
   clockOffsetMs: z.number(),

@@ -25,9 +25,19 @@
  * wait grows to 60 s by default (a slow safety poll, since a wake-up can be
  * lost). One that arrives while a poll is in flight makes the next wait at
  * most `pollMinMs`, so a write racing a poll is not left for the safety poll.
+ *
+ * Freshness: the model confirms the feed at least every `heartbeatMs` (1 s):
+ * an idle wait never lasts longer, and where the backend pushes wake-ups the
+ * confirmation between safety polls is one `serverTime` call (one command even
+ * on a cluster, where a poll is 32) — the push channel carries the news, the
+ * call proves the link. `syncedAt` is the backend time at which the last
+ * confirmed poll or heartbeat started. When no confirmation came for
+ * `staleAfterMs` (1.5 s: a heartbeat plus 0.5 s margin) the state turns
+ * `stale` at once, without waiting for the hanging call's 10 s timeout, so a
+ * console shows "as of" within 2 s of losing its backend.
  */
 import { hasCode, WorkleaseError } from '../lease/errors.ts';
-import type { LeaseAdmin, LeaseChange, LeaseInfo } from '../lease/types.ts';
+import type { HandoffCounts, LeaseAdmin, LeaseChange, LeaseInfo } from '../lease/types.ts';
 import type { ConnectionState, LeaseRow } from './api.ts';
 import type { ServerClock } from './clock.ts';
 import { toLeaseRow } from './rows.ts';
@@ -51,6 +61,10 @@ export interface FleetModelOptions {
   retryMinMs?: number;
   /** Longest retry delay, ms. Default 5000. */
   retryMaxMs?: number;
+  /** Longest time between two confirmations of the feed (a poll or a heartbeat), ms. Default 1000. */
+  heartbeatMs?: number;
+  /** The state turns `stale` when no confirmation came for this long, ms. Default 1500. */
+  staleAfterMs?: number;
 }
 
 export type ModelEvent =
@@ -62,7 +76,11 @@ interface Entry {
   row: LeaseRow;
   token: bigint;
   version: bigint;
+  /** The backend's handoff counters at this version, where it keeps them (see LeaseInfo.handoffs). */
+  handoffs: HandoffCounts | undefined;
 }
+
+const NO_HANDOFFS: HandoffCounts = { acquisitions: 0, releases: 0, forceReleases: 0 };
 
 export interface ModelSnapshot {
   rows: LeaseRow[];
@@ -71,6 +89,16 @@ export interface ModelSnapshot {
 }
 
 const sleepResolved = Promise.resolve();
+
+/** Some counter went down: the work item was pruned (which resets them) in between. */
+export function lower(a: HandoffCounts, b: HandoffCounts): boolean {
+  return a.acquisitions < b.acquisitions || a.releases < b.releases || a.forceReleases < b.forceReleases;
+}
+
+/** Versions of a work item are ordered by (token, version). */
+function newer(info: LeaseInfo, than: { token: bigint; version: bigint }): boolean {
+  return info.fencingToken > than.token || (info.fencingToken === than.token && info.version > than.version);
+}
 
 export class FleetModel {
   private readonly pollMinMs: number;
@@ -81,6 +109,8 @@ export class FleetModel {
   private readonly changeLimit: number;
   private readonly retryMinMs: number;
   private readonly retryMaxMs: number;
+  private readonly heartbeatMs: number;
+  private readonly staleAfterMs: number;
 
   private entries = new Map<string, Entry>();
   private readonly tombstones = new Map<string, bigint>();
@@ -110,6 +140,11 @@ export class FleetModel {
   /** Number of polls started; waiters of `caughtUp` wait for one started after they asked. */
   private pollsStarted = 0;
   private caughtUpWaiters: Array<{ after: number; resolve: () => void }> = [];
+  /** Local time (performance.now) at which the next `changes` poll is due; heartbeats fill the wait. */
+  private nextPollAt = 0;
+  /** A wake-up or `wake()` asked for a poll: the next turn polls even if a heartbeat was due. */
+  private pollRequested = false;
+  private staleTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly admin: LeaseAdmin,
@@ -124,6 +159,8 @@ export class FleetModel {
     this.changeLimit = options.changeLimit ?? 2000;
     this.retryMinMs = options.retryMinMs ?? 100;
     this.retryMaxMs = options.retryMaxMs ?? 5000;
+    this.heartbeatMs = options.heartbeatMs ?? 1000;
+    this.staleAfterMs = options.staleAfterMs ?? 1500;
   }
 
   get state(): ConnectionState {
@@ -170,6 +207,8 @@ export class FleetModel {
     this.unwatch = null;
     this.wake();
     await this.loopDone;
+    if (this.staleTimer !== null) clearTimeout(this.staleTimer);
+    this.staleTimer = null;
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     for (const w of this.caughtUpWaiters) w.resolve();
@@ -218,12 +257,14 @@ export class FleetModel {
 
   /** Asks the loop to poll now (e.g. after the console itself wrote). */
   wake(): void {
+    this.pollRequested = true;
     const w = this.wakeUp;
     this.wakeUp = null;
     w?.();
   }
 
   private onWatchWake(): void {
+    this.pollRequested = true;
     if (this.wakeUp !== null && this.idleWait) this.wake();
     else this.watchWoke = true;
   }
@@ -246,6 +287,21 @@ export class FleetModel {
           needSnapshot = false;
           idleDelay = this.pollMinMs;
         }
+        if (this.unwatch !== null && !this.pollRequested && performance.now() < this.nextPollAt) {
+          // Between safety polls of a pushing backend: one cheap call proves the link.
+          const startedAt = this.clock.serverNow();
+          await this.admin.serverTime();
+          if (this.closed) break;
+          this.confirm(startedAt);
+          retryDelay = this.retryMinMs;
+          // A wake-up that came during the call: poll now rather than after the next wait.
+          if (this.pollRequested) continue;
+          this.idleWait = true;
+          await this.sleep(Math.max(0, Math.min(this.heartbeatMs, this.nextPollAt - performance.now())));
+          this.idleWait = false;
+          continue;
+        }
+        this.pollRequested = false;
         const cursor = this.cursor;
         if (cursor === null) throw new Error('feed cursor missing after snapshot');
         const pollNo = ++this.pollsStarted;
@@ -261,9 +317,8 @@ export class FleetModel {
         }
         const applied = this.applyChanges(batch.changes);
         this.cursor = batch.cursor;
-        this.syncedAtValue = startedAt;
+        this.confirm(startedAt);
         retryDelay = this.retryMinMs;
-        this.setState('live', null);
         const full = batch.changes.length >= this.changeLimit;
         if (!full) {
           this.flush();
@@ -278,6 +333,9 @@ export class FleetModel {
         if (this.watchWoke) delay = Math.min(delay, this.pollMinMs);
         if (this.caughtUpWaiters.length > 0) delay = 0;
         idle = delay > this.pollMinMs;
+        this.nextPollAt = performance.now() + delay;
+        // An idle wait longer than a heartbeat is cut into heartbeats (or, without push, shorter polls).
+        delay = Math.min(delay, this.heartbeatMs);
       } catch (err) {
         if (this.closed) break;
         const unavailable = hasCode(err, 'BACKEND_UNAVAILABLE');
@@ -303,7 +361,20 @@ export class FleetModel {
     do {
       const res = await this.admin.list({ cursor: page, limit: this.pageSize });
       for (const info of res.items) {
-        entries.set(info.workId, { row: toLeaseRow(info), token: info.fencingToken, version: info.version });
+        const row = toLeaseRow(info);
+        entries.set(info.workId, {
+          row,
+          token: info.fencingToken,
+          version: info.version,
+          handoffs: info.handoffs,
+        });
+        // A rebuild after a gap: the counters still tell what happened meanwhile.
+        const old = first ? undefined : this.entries.get(info.workId);
+        if (!first && info.handoffs !== undefined && (old === undefined || newer(info, old))) {
+          const before =
+            old?.handoffs !== undefined && !lower(info.handoffs, old.handoffs) ? old.handoffs : NO_HANDOFFS;
+          this.rates.recordCounted(before === NO_HANDOFFS ? undefined : old?.row, before, row, info.handoffs);
+        }
       }
       page = res.nextCursor;
     } while (page !== null && !this.closed);
@@ -353,18 +424,33 @@ export class FleetModel {
       this.tombstones.delete(info.workId);
     }
     const existing = this.entries.get(info.workId);
-    if (
-      existing !== undefined &&
-      (info.fencingToken < existing.token ||
-        (info.fencingToken === existing.token && info.version <= existing.version))
-    ) {
-      return false;
-    }
+    if (existing !== undefined && !newer(info, existing)) return false;
     const row = toLeaseRow(info);
-    this.entries.set(info.workId, { row, token: info.fencingToken, version: info.version });
+    this.entries.set(info.workId, {
+      row,
+      token: info.fencingToken,
+      version: info.version,
+      handoffs: info.handoffs,
+    });
     this.pendingUpserts.set(info.workId, row);
     this.pendingRemoved.delete(info.workId);
-    this.rates.recordTransition(existing?.row, row);
+    // Counters make the chart exact on a coalescing feed. They count since the work item was
+    // created or last pruned, so a row the model does not hold (new since the snapshot, or back
+    // after a prune) and a row whose counters went down (pruned in between) start from zero.
+    if (info.handoffs !== undefined) {
+      const before =
+        existing?.handoffs !== undefined && !lower(info.handoffs, existing.handoffs)
+          ? existing.handoffs
+          : NO_HANDOFFS;
+      this.rates.recordCounted(
+        before === NO_HANDOFFS ? undefined : existing?.row,
+        before,
+        row,
+        info.handoffs,
+      );
+    } else {
+      this.rates.recordTransition(existing?.row, row);
+    }
     return true;
   }
 
@@ -390,6 +476,19 @@ export class FleetModel {
     this.pendingRemoved = new Set();
     this.seqNo++;
     this.emit({ type: 'leases', seq: this.seqNo, upserts, removed, serverTime: this.clock.serverNow() });
+  }
+
+  /** The backend answered a poll or heartbeat that started at `startedAt` (backend clock). */
+  private confirm(startedAt: number): void {
+    this.syncedAtValue = startedAt;
+    if (this.staleTimer !== null) clearTimeout(this.staleTimer);
+    this.staleTimer = setTimeout(() => {
+      this.staleTimer = null;
+      // A failed call already set reconnecting/error; only a silent (hanging) link turns stale here.
+      if (this.stateValue === 'live' && !this.closed) this.setState('stale', null);
+    }, this.staleAfterMs);
+    this.staleTimer.unref?.();
+    this.setState('live', null);
   }
 
   private resolveCaughtUp(pollNo: number): void {

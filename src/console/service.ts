@@ -144,8 +144,12 @@ const CONNECT_RETRY_MIN_MS = 250;
 /** How long a paged snapshot is held after its last page was read. */
 const PAGED_SNAPSHOT_HOLD_MS = 30_000;
 const CONNECT_RETRY_MAX_MS = 10_000;
-/** A connection's syncedAt is re-announced at most this often when nothing else changed. */
-const FRESHNESS_EVENT_MS = 5_000;
+/**
+ * Every connection is announced this often (with its syncedAt, which the model confirms about once a
+ * second), so a renderer hears of each connection every second and can tell a silent console server
+ * from a quiet fleet. One small event per connection a second.
+ */
+const FRESHNESS_EVENT_MS = 1_000;
 
 interface ResolvedInput {
   name: string;
@@ -277,6 +281,16 @@ class Connection {
         this.service.emit({ type: 'resync', connectionId: this.id, seq: e.seq });
         return;
     }
+  }
+
+  /**
+   * The backend time statuses are computed at: the estimated backend clock while live, else the last
+   * confirmed time (a lease must not turn expired because the console lost its backend).
+   */
+  serverNow(): number {
+    const estimate = this.clock?.serverNow() ?? Math.round(this.service.now());
+    const syncedAt = this.model?.syncedAt ?? null;
+    return this.state === 'live' || syncedAt === null ? estimate : Math.min(estimate, syncedAt);
   }
 
   whenLive(): Promise<void> {
@@ -546,7 +560,7 @@ class Service implements ConsoleService {
     'fleet.counts': async ({ connectionId }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
       const model = conn.model;
-      const serverNow = conn.clock?.serverNow() ?? Math.round(this.now());
+      const serverNow = conn.serverNow();
       if (model === null) {
         return { counts: countFleet([], serverNow, conn.input.thresholds), rates: [] };
       }
@@ -773,13 +787,11 @@ class Service implements ConsoleService {
     this.emit({ type: 'connections', connections: this.connections() });
   }
 
+  /** Every connection, every second: its new syncedAt, and proof to subscribers that this service is alive. */
   private announceFreshness(): void {
     for (const conn of this.conns.values()) {
-      const syncedAt = conn.model?.syncedAt ?? null;
-      if (syncedAt !== conn.lastAnnouncedSyncedAt) {
-        conn.lastAnnouncedSyncedAt = syncedAt;
-        this.emitConnection(conn);
-      }
+      conn.lastAnnouncedSyncedAt = conn.model?.syncedAt ?? null;
+      this.emitConnection(conn);
     }
   }
 

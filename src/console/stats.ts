@@ -5,6 +5,7 @@
  * acquire/release times found in the first snapshot, so a freshly opened
  * console does not show an empty chart).
  */
+import type { HandoffCounts } from '../lease/types.ts';
 import type { Counts, LeaseRow, LeaseStatus, RatePoint, Thresholds } from './api.ts';
 import { LEASE_STATUSES } from './api.ts';
 import { leaseStatus } from './status.ts';
@@ -63,6 +64,37 @@ export class RateRecorder {
     }
   }
 
+  /**
+   * Counts what happened between two versions of a row from the backend's handoff counters
+   * (LeaseInfo.handoffs): exact however many writes the feed coalesced in between. `prev`
+   * undefined with zero counts: a work item created since the snapshot.
+   *
+   * Takeovers: every acquisition but a work item's first ends the lease before it. The ends that
+   * are releases make clean handoffs; the others (expiry, force-release) take over. Releases
+   * consumed in the window = its releases, plus the previous version's release if it was taken
+   * up, minus the newest version's own release if it still waits for a successor.
+   */
+  recordCounted(
+    prev: LeaseRow | undefined,
+    before: HandoffCounts,
+    next: LeaseRow,
+    after: HandoffCounts,
+  ): void {
+    const acquires = after.acquisitions - before.acquisitions;
+    const releases = after.releases - before.releases;
+    const forced = after.forceReleases - before.forceReleases;
+    if (acquires > 0) {
+      this.add('acquires', next.acquiredAt, acquires);
+      const consumed = releases + (prev?.ended === 'released' ? 1 : 0) - (next.ended === 'released' ? 1 : 0);
+      const first = before.acquisitions === 0 ? 1 : 0;
+      const takeovers = acquires - first - consumed;
+      if (takeovers > 0) this.add('takeovers', next.acquiredAt, takeovers);
+    }
+    const endedAt = next.releasedAt ?? next.acquiredAt;
+    if (releases > 0) this.add('releases', endedAt, releases);
+    if (forced > 0) this.add('forceReleases', endedAt, forced);
+  }
+
   /** Seeds the chart from a snapshot row: its last acquire and (if ended) its end. */
   seedFromRow(row: LeaseRow): void {
     this.recordTransition(undefined, row);
@@ -82,7 +114,7 @@ export class RateRecorder {
     return out.map((p) => ({ ...p }));
   }
 
-  private add(kind: RateKind, at: number): void {
+  private add(kind: RateKind, at: number, n = 1): void {
     if (!Number.isFinite(at) || at < 0) return;
     const minute = Math.floor(at / MINUTE) * MINUTE;
     let bucket = this.buckets.get(minute);
@@ -93,7 +125,7 @@ export class RateRecorder {
       bucket = { minute, acquires: 0, takeovers: 0, releases: 0, forceReleases: 0 };
       this.buckets.set(minute, bucket);
     }
-    bucket[kind]++;
+    bucket[kind] += n;
   }
 
   private prune(latest: number): void {

@@ -78,6 +78,22 @@ export interface LeaseInfo {
    * versions of one lease row: (token, version) strictly increases.
    */
   version: bigint;
+  /**
+   * How often this work item changed hands and ended since it was created or last pruned. A change feed
+   * that coalesces writes (Postgres delivers each row's latest version) still lets a reader count
+   * every handoff exactly once from the differences. Absent where the feed delivers every write
+   * (Redis: one stream entry per write).
+   */
+  handoffs?: HandoffCounts;
+}
+
+export interface HandoffCounts {
+  /** Acquisitions of the work item (every lease it had). */
+  acquisitions: number;
+  /** Clean releases by their holder. */
+  releases: number;
+  /** Force-releases by an operator. */
+  forceReleases: number;
 }
 
 export interface ListOptions {

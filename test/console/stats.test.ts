@@ -72,4 +72,45 @@ describe('fleet stats', () => {
     );
     expect(total).toEqual({ a: 2, t: 1, r: 1, f: 1 });
   });
+
+  it('counts coalesced handoffs from the counters: acquires, takeovers, releases, force-releases', () => {
+    const total = (r: RateRecorder) =>
+      r.points(NOW).reduce(
+        (n, p) => ({
+          acquires: n.acquires + p.acquires,
+          takeovers: n.takeovers + p.takeovers,
+          releases: n.releases + p.releases,
+          forceReleases: n.forceReleases + p.forceReleases,
+        }),
+        { acquires: 0, takeovers: 0, releases: 0, forceReleases: 0 },
+      );
+    // Seen live with 1 acquisition; next seen after: released, acquired, force-released,
+    // acquired, ran out, acquired, released (the newest lease's release waits for a successor).
+    const a = new RateRecorder();
+    a.recordCounted(
+      row({}),
+      { acquisitions: 1, releases: 0, forceReleases: 0 },
+      row({ ended: 'released', releasedAt: NOW - 1000, predecessorEnd: 'expired' }),
+      { acquisitions: 4, releases: 2, forceReleases: 1 },
+    );
+    expect(total(a)).toEqual({ acquires: 3, takeovers: 2, releases: 2, forceReleases: 1 });
+    // A work item first seen after its first lease was force-released and taken over.
+    const b = new RateRecorder();
+    b.recordCounted(
+      undefined,
+      { acquisitions: 0, releases: 0, forceReleases: 0 },
+      row({ predecessorEnd: 'force-released' }),
+      { acquisitions: 2, releases: 0, forceReleases: 1 },
+    );
+    expect(total(b)).toEqual({ acquires: 2, takeovers: 1, releases: 0, forceReleases: 1 });
+    // Previously seen released; one clean handoff since.
+    const c = new RateRecorder();
+    c.recordCounted(
+      row({ ended: 'released', releasedAt: NOW - 9000 }),
+      { acquisitions: 1, releases: 1, forceReleases: 0 },
+      row({ predecessorEnd: 'released' }),
+      { acquisitions: 2, releases: 1, forceReleases: 0 },
+    );
+    expect(total(c)).toEqual({ acquires: 1, takeovers: 0, releases: 0, forceReleases: 0 });
+  });
 });

@@ -89,4 +89,33 @@ describe('renderer fleet model', () => {
     expect(paged.rows.size).toBe(100);
     expect(paged.seq).toBe(3);
   });
+
+  it('counts the whole fleet whatever the filters: search and status filters alike', () => {
+    // 10 expired (every tenth), 90 live.
+    const rows = Array.from({ length: 100 }, (_, i) => row(i, i % 10 === 0 ? -5000 : 30_000));
+    const src = source(rows);
+    const sort = { key: 'workId', dir: 'asc' } as const;
+    const all = computeView([src], EMPTY_FILTER, sort, NOW);
+    const searched = computeView([src], { ...EMPTY_FILTER, search: 'jobs/0001' }, sort, NOW);
+    const byStatus = computeView([src], { ...EMPTY_FILTER, statuses: new Set(['live'] as const) }, sort, NOW);
+    expect(all.counts).toMatchObject({ live: 90, expired: 10 });
+    expect(searched.workIds.length).toBe(10);
+    expect(searched.counts).toEqual(all.counts);
+    expect(byStatus.workIds.length).toBe(90);
+    expect(byStatus.counts).toEqual(all.counts);
+    expect([all.total, searched.total, byStatus.total]).toEqual([100, 100, 100]);
+  });
+
+  it('computes statuses of a stale source at its frozen time, never by the clock running on', () => {
+    const rows = Array.from({ length: 10 }, (_, i) => row(i, 2_000));
+    const sort = { key: 'workId', dir: 'asc' } as const;
+    const later = NOW + 60_000;
+    // Live: a minute later by the clock, every lease ran out.
+    expect(computeView([source(rows)], EMPTY_FILTER, sort, later).counts.expired).toBe(10);
+    // Stale since NOW: shown as they were when last confirmed.
+    const stale = { ...source(rows), frozenAt: NOW };
+    const view = computeView([stale], EMPTY_FILTER, sort, later);
+    expect(view.counts.expired).toBe(0);
+    expect(view.counts.live + view.counts.expiring).toBe(10);
+  });
 });

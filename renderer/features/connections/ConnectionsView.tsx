@@ -117,7 +117,7 @@ function ConnectionCard({
           {Math.round(conn.clockOffsetMs)} ms
         </span>
       </div>
-      {conn.error !== null && <ErrorNotice error={conn.error} url={conn.url} />}
+      {conn.error !== null && <ErrorNotice error={conn.error} url={conn.url} context="connection" />}
       <div className="conn-actions">
         <label htmlFor={roId} className="toggle">
           <input
@@ -267,7 +267,7 @@ function ConnectionForm({ initial, onDone }: { initial: ConnectionInfo | null; o
           {new Date(test.data.serverTime).toISOString()}).
         </p>
       )}
-      {test.error !== null && <ErrorNotice error={test.error} url={url} title="Test failed" />}
+      {test.error !== null && <ErrorNotice error={test.error} url={url} title="Test failed" context="test" />}
       {save.error !== null && <ErrorNotice error={save.error} url={url} title="Not saved" />}
       <div className="dialog-actions">
         <button type="button" onClick={onDone}>

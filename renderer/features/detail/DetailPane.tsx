@@ -5,6 +5,7 @@ import { leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
 import { auditQuery } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
+import type { Freshness } from '../../app/freshness.ts';
 import { useInfo, usePermissions } from '../../app/hooks.ts';
 import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
 import { formatAgo, formatBytes, formatDuration, formatExpiresIn, formatTime } from '../../lib/format.ts';
@@ -18,13 +19,16 @@ export interface DetailPaneProps {
   /** Re-render marker for pushed updates. */
   rev: number;
   localNow: number;
+  /** The connection's freshness: while stale the clock stops at its last confirmed time and force release is off. */
+  freshness?: Freshness | undefined;
   onClose: () => void;
 }
 
-export function DetailPane({ connection, row, localNow, onClose }: DetailPaneProps) {
+export function DetailPane({ connection, row, localNow, freshness, onClose }: DetailPaneProps) {
   const info = useInfo().data;
   const [confirming, setConfirming] = useState<LeaseRow | null>(null);
-  const serverNow = localNow + connection.clockOffsetMs;
+  const stale = freshness?.stale === true;
+  const serverNow = stale && freshness?.asOf != null ? freshness.asOf : localNow + connection.clockOffsetMs;
   const perm = usePermissions(connection.id);
   // The server's answer decides (role, read-only); before it arrives, nothing is offered.
   const writable = perm?.forceRelease.allowed === true && !connection.readOnly && info?.readOnly === false;
@@ -105,9 +109,21 @@ export function DetailPane({ connection, row, localNow, onClose }: DetailPanePro
           </dl>
           <div className="detail-actions">
             {writable && row.ended !== 'force-released' && (
-              <button type="button" className="danger" onClick={() => setConfirming(row)}>
+              <button
+                type="button"
+                className="danger"
+                disabled={stale}
+                aria-describedby={stale ? 'force-release-off' : undefined}
+                onClick={() => setConfirming(row)}
+              >
                 Force release
               </button>
+            )}
+            {writable && stale && (
+              <p className="muted" id="force-release-off">
+                Force release is off: this view is not current ({freshness?.reason ?? 'stale'}), so the token
+                and status shown may be out of date.
+              </p>
             )}
             {!writable && (
               <p className="muted">

@@ -40,6 +40,8 @@ export interface FleetTableProps {
   showConnection: boolean;
   /** The shared once-a-second tick. Rows re-render when it moves or their lease object is replaced. */
   localNow: number;
+  /** Stale connections: the backend time their rows are shown at (greyed, clock stopped). */
+  frozen: Map<string, number>;
   sort: Sort;
   onSort: (key: SortKey) => void;
   activeIndex: number;
@@ -175,6 +177,7 @@ export function FleetTable(props: FleetTableProps) {
                   row={row}
                   conn={conn}
                   localNow={props.localNow}
+                  frozenAt={props.frozen.get(connId) ?? null}
                   active={item.index === activeIndex}
                   selected={props.selectedKey === rowKey(connId, workId)}
                   columns={columns}
@@ -196,6 +199,8 @@ interface RowProps {
   conn: ConnectionInfo;
   /** The shared once-a-second tick: countdowns and time-derived status. */
   localNow: number;
+  /** Set while the connection is stale: the last confirmed backend time, used instead of the clock. */
+  frozenAt: number | null;
   active: boolean;
   selected: boolean;
   columns: Column[];
@@ -204,14 +209,14 @@ interface RowProps {
 
 const Row = memo(function Row(p: RowProps) {
   const { row, conn } = p;
-  const serverNow = p.localNow + conn.clockOffsetMs;
+  const serverNow = p.frozenAt ?? p.localNow + conn.clockOffsetMs;
   const status = leaseStatus(row, serverNow, conn.thresholds);
   return (
     <tr
       id={`lease-row-${p.index}`}
       aria-rowindex={p.index + 2}
       aria-selected={p.selected}
-      className={`row-${status}${p.active ? ' active' : ''}${p.selected ? ' selected' : ''}`}
+      className={`row-${status}${p.frozenAt !== null ? ' stale' : ''}${p.active ? ' active' : ''}${p.selected ? ' selected' : ''}`}
       onClick={() => p.onClick(p.index)}
     >
       {p.columns.map((c) => (

@@ -1,9 +1,11 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
-import type { LeaseStatus } from '../../../src/console/api.ts';
+import type { ConnectionInfo, LeaseStatus } from '../../../src/console/api.ts';
 import { LEASE_STATUSES } from '../../../src/console/api.ts';
+import { type Freshness, useFreshness } from '../../app/freshness.ts';
 import { type FleetEntry, toSources, useConnectionMap } from '../../app/hooks.ts';
 import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
+import { formatAgo, formatClockSeconds } from '../../lib/format.ts';
 import { runSliced } from '../../lib/slices.ts';
 import { DetailPane } from '../detail/DetailPane.tsx';
 import { FleetTable, rowKey } from './FleetTable.tsx';
@@ -150,15 +152,25 @@ export function FleetView({
   if (visible) frozenTick.current = tick;
   const localNow = frozenTick.current;
 
+  const connectionList = useMemo(() => fleets.map((f) => f.connection), [fleets]);
+  const freshness = useFreshness(connectionList);
   const inScope = scope === 'all' ? fleets : fleets.filter((f) => f.connection.id === scope);
-  const sources = toSources(inScope);
-  // What makes the shown view wrong at once (a new snapshot replaces the Map; clock or thresholds moved).
+  const sources = toSources(inScope, freshness);
+  // What makes the shown view wrong at once (a new snapshot replaces the Map; clock, thresholds or staleness moved).
   const sourcesKey = sources
     .map(
       (s) =>
-        `${s.connectionId}#${identity(s.data.rows)}#${s.clockOffsetMs}#${s.thresholds.stuckAfterMs}#${s.thresholds.expiringFraction}`,
+        `${s.connectionId}#${identity(s.data.rows)}#${s.clockOffsetMs}#${s.thresholds.stuckAfterMs}#${s.thresholds.expiringFraction}#${s.frozenAt ?? ''}`,
     )
     .join('|');
+  // Backend time each stale connection's rows are shown at (absent: live, the clock runs).
+  const frozenKey = sources.map((s) => `${s.connectionId}=${s.frozenAt ?? ''}`).join('|');
+  // biome-ignore lint/correctness/useExhaustiveDependencies: frozenKey names exactly what the map holds
+  const frozen = useMemo(() => {
+    const m = new Map<string, number>();
+    for (const s of sources) if (s.frozenAt != null) m.set(s.connectionId, s.frozenAt);
+    return m;
+  }, [frozenKey]);
   // Rows that came or went: shown at the next refresh (well under a second).
   const membershipKey = sources.map((s) => s.data.membershipRev).join('|');
   const inputs = useRef<ViewInputs>({ sources, filter, sort, localNow });
@@ -218,7 +230,30 @@ export function FleetView({
   const filtered =
     filter.search !== '' || filter.holder !== '' || filter.workIdPrefix !== '' || filter.statuses.size > 0;
 
-  const errors = inScope.filter((f) => f.connection.error !== null || f.error !== null);
+  // One message per state: a backend that is merely unreachable while its rows are shown is the
+  // stale note's job (with "as of"), not an error box saying the fleet cannot be shown.
+  const errors = inScope.filter(
+    (f) =>
+      (f.connection.error !== null &&
+        !(f.connection.syncedAt !== null && f.connection.error.code === 'BACKEND_UNAVAILABLE')) ||
+      f.error !== null,
+  );
+  // A connection that never synced has no rows to be stale: its error (or "Loading") says it all.
+  // Snapshots still arriving page by page: say how far, so partial counts are not read as the fleet.
+  const loadingParts = sources.flatMap((src) => (src.data.loading === undefined ? [] : [src.data.loading]));
+  const loadingRows =
+    loadingParts.length === 0
+      ? null
+      : {
+          loaded: loadingParts.reduce((n, l) => n + l.loaded, 0),
+          total: loadingParts.reduce((n, l) => n + l.total, 0),
+        };
+  const staleInScope = inScope.filter(
+    (f) => freshness.get(f.connection.id)?.stale === true && f.connection.syncedAt !== null,
+  );
+  // Nothing to show but errors: no counts, filters or "No leases in this fleet yet" beside them.
+  const blocked =
+    inScope.length > 0 && inScope.every((f) => f.connection.error !== null && f.connection.syncedAt === null);
   const loading = inScope.some((f) => f.isLoading);
   const selectedKey = selection === null ? null : rowKey(selection.connectionId, selection.workId);
   const selectedConn = selection === null ? undefined : connections.get(selection.connectionId);
@@ -245,103 +280,160 @@ export function FleetView({
               className="scope-tab"
               onClick={() => onScope(f.connection.id)}
             >
-              <span className={`dot dot-${f.connection.state}`} aria-hidden="true" />
+              <ConnectionDot conn={f.connection} freshness={freshness.get(f.connection.id)} />
               {f.connection.name} <EnvBadge env={f.connection.environment} />
               {f.connection.readOnly && <span className="ro-tag">read-only</span>}
             </button>
           ))}
         </div>
       </div>
-      <fieldset className="counts" aria-label="Counts by status (click to filter)">
-        <span className="total">
-          {view.total.toLocaleString()} leases
-          {filtered ? ` · ${view.workIds.length.toLocaleString()} shown` : ''}
-        </span>
-        {LEASE_STATUSES.map((s) => (
-          <button
-            key={s}
-            type="button"
-            className={`count-chip status-${s}`}
-            aria-pressed={filter.statuses.has(s)}
-            onClick={() => toggleStatus(s)}
-          >
-            <span className="count-label">{s}</span>{' '}
-            <span className="count-num">{view.counts[s].toLocaleString()}</span>
-          </button>
-        ))}
-      </fieldset>
-      <div className="filters">
-        <label>
-          <span className="sr-only">Search leases</span>
-          <input
-            ref={searchRef}
-            type="search"
-            id="fleet-search"
-            placeholder="Search work id or holder  ( / )"
-            aria-label="Search leases"
-            value={filter.search}
-            onChange={(e) => setText('search', e.target.value)}
-          />
-        </label>
-        <label>
-          Holder
-          <input
-            type="text"
-            placeholder="prefix"
-            value={filter.holder}
-            onChange={(e) => setText('holder', e.target.value)}
-          />
-        </label>
-        <label>
-          Work ID prefix
-          <input
-            type="text"
-            placeholder="prefix"
-            value={filter.workIdPrefix}
-            onChange={(e) => setText('workIdPrefix', e.target.value)}
-          />
-        </label>
-        <button type="button" disabled={!filtered} onClick={() => setFilter(EMPTY_FILTER)}>
-          Clear filters
-        </button>
-      </div>
       {errors.map((f) => (
         <ErrorNotice
           key={f.connection.id}
           error={f.connection.error ?? f.error}
           url={f.connection.url}
+          context={f.connection.error !== null ? 'connection' : 'action'}
           title={`${f.connection.name}: the fleet cannot be shown`}
         />
       ))}
-      <div className={`fleet-split${selection !== null ? ' with-detail' : ''}`}>
-        {(loading && sources.length === 0) || (computing && view.total === 0 && sources.length > 0) ? (
-          <div className="empty">Loading the fleet…</div>
-        ) : (
-          <FleetTable
-            view={view}
-            fleets={fleetMap}
-            connections={connections}
-            showConnection={scope === 'all' && fleets.length > 1}
+      {!blocked &&
+        staleInScope.map((f) => (
+          <StaleNote
+            key={f.connection.id}
+            conn={f.connection}
+            freshness={freshness.get(f.connection.id)}
             localNow={tick}
-            sort={sort}
-            onSort={onSort}
-            activeIndex={activeIndex}
-            onActiveIndex={setActiveIndex}
-            onOpen={onOpen}
-            selectedKey={selectedKey}
           />
-        )}
-        {selection !== null && selectedConn !== undefined && (
-          <DetailPane
-            key={selectedKey}
-            connection={selectedConn}
-            row={fleetMap.get(selection.connectionId)?.rows.get(selection.workId) ?? null}
-            rev={rev}
-            localNow={tick}
-            onClose={() => onSelect(null)}
-          />
-        )}
-      </div>
+        ))}
+      {!blocked && (
+        <>
+          <fieldset className="counts" aria-label="Whole fleet by status (click to filter)">
+            <span className="total">
+              {loadingRows !== null
+                ? `loading ${loadingRows.loaded.toLocaleString()} of ${loadingRows.total.toLocaleString()} leases… · so far:`
+                : filtered
+                  ? `${view.workIds.length.toLocaleString()} of ${view.total.toLocaleString()} leases shown · whole fleet:`
+                  : `${view.total.toLocaleString()} leases · whole fleet:`}
+            </span>
+            {LEASE_STATUSES.map((s) => (
+              <button
+                key={s}
+                type="button"
+                className={`count-chip status-${s}`}
+                aria-pressed={filter.statuses.has(s)}
+                onClick={() => toggleStatus(s)}
+              >
+                <span className="count-label">{s}</span>{' '}
+                <span className="count-num">{view.counts[s].toLocaleString()}</span>
+              </button>
+            ))}
+          </fieldset>
+          <div className="filters">
+            <label>
+              <span className="sr-only">Search leases</span>
+              <input
+                ref={searchRef}
+                type="search"
+                id="fleet-search"
+                placeholder="Search work id or holder  ( / )"
+                aria-label="Search leases"
+                value={filter.search}
+                onChange={(e) => setText('search', e.target.value)}
+              />
+            </label>
+            <label>
+              Holder
+              <input
+                type="text"
+                placeholder="prefix"
+                value={filter.holder}
+                onChange={(e) => setText('holder', e.target.value)}
+              />
+            </label>
+            <label>
+              Work ID prefix
+              <input
+                type="text"
+                placeholder="prefix"
+                value={filter.workIdPrefix}
+                onChange={(e) => setText('workIdPrefix', e.target.value)}
+              />
+            </label>
+            <button type="button" disabled={!filtered} onClick={() => setFilter(EMPTY_FILTER)}>
+              Clear filters
+            </button>
+          </div>
+          <div className={`fleet-split${selection !== null ? ' with-detail' : ''}`}>
+            {(loading && sources.length === 0) || (computing && view.total === 0 && sources.length > 0) ? (
+              <div className="empty">Loading the fleet…</div>
+            ) : (
+              <FleetTable
+                view={view}
+                fleets={fleetMap}
+                connections={connections}
+                showConnection={scope === 'all' && fleets.length > 1}
+                localNow={tick}
+                frozen={frozen}
+                sort={sort}
+                onSort={onSort}
+                activeIndex={activeIndex}
+                onActiveIndex={setActiveIndex}
+                onOpen={onOpen}
+                selectedKey={selectedKey}
+              />
+            )}
+            {selection !== null && selectedConn !== undefined && (
+              <DetailPane
+                key={selectedKey}
+                connection={selectedConn}
+                row={fleetMap.get(selection.connectionId)?.rows.get(selection.workId) ?? null}
+                rev={rev}
+                localNow={tick}
+                freshness={freshness.get(selection.connectionId)}
+                onClose={() => onSelect(null)}
+              />
+            )}
+          </div>
+        </>
+      )}
+    </div>
+  );
+}
+
+/** The connection chip's dot: amber while its rows are not current, red on an error. */
+export function ConnectionDot({
+  conn,
+  freshness,
+}: {
+  conn: ConnectionInfo;
+  freshness: Freshness | undefined;
+}) {
+  const tone = conn.state === 'error' ? 'error' : freshness?.stale === true ? 'stale' : conn.state;
+  return <span className={`dot dot-${tone}`} aria-hidden="true" />;
+}
+
+/** "as of 09:31:02 — 41 s ago": where the operator looks, for each connection whose rows are not current. */
+function StaleNote({
+  conn,
+  freshness,
+  localNow,
+}: {
+  conn: ConnectionInfo;
+  freshness: Freshness | undefined;
+  localNow: number;
+}) {
+  const asOf = freshness?.asOf ?? null;
+  return (
+    <div className="stale-note" role="status" aria-label={`${conn.name} is not current`}>
+      <strong>{conn.name}</strong>{' '}
+      {asOf === null
+        ? 'not synced yet'
+        : `as of ${formatClockSeconds(asOf)} — ${formatAgo(localNow + conn.clockOffsetMs - asOf)}`}
+      {freshness?.reason != null && <span className="muted"> · {freshness.reason}</span>}
+      <span className="muted">
+        {' '}
+        · statuses are frozen at that time; force release is off until it is current
+      </span>
     </div>
   );
 }

@@ -36,6 +36,8 @@ export interface FleetData {
   rev: number;
   /** Bumped when ids were added or removed. */
   membershipRev: number;
+  /** Set while the snapshot is still arriving page by page: rows so far and in the whole snapshot. */
+  loading?: { loaded: number; total: number } | undefined;
 }
 
 export interface Snapshot {
@@ -87,6 +89,25 @@ export class SnapshotBuilder {
       if (last !== undefined && !(last < row.workId)) this.ordered = false;
       ids.push(row.workId);
     }
+  }
+
+  /**
+   * What has arrived so far, to show while later pages load: the first rows need not wait for
+   * 100 000 (the view refreshes as membershipRev moves). Shares the builder's Map and id list.
+   */
+  partial(page: number, total: number): FleetData {
+    if (!this.ordered) this.ids.sort(cmp);
+    this.ordered = true;
+    return {
+      connectionId: this.head.connectionId,
+      rows: this.rows,
+      sortedIds: this.ids,
+      seq: this.head.seq,
+      serverTime: this.head.serverTime,
+      rev: page,
+      membershipRev: page,
+      loading: { loaded: this.ids.length, total },
+    };
   }
 
   finish(): FleetData {
@@ -267,6 +288,16 @@ export interface FleetSource {
   data: FleetData;
   thresholds: Thresholds;
   clockOffsetMs: number;
+  /**
+   * Set while the connection is stale: the backend time statuses are computed at (its last
+   * confirmed one) instead of the local clock plus offset. Absent or null: live.
+   */
+  frozenAt?: number | null | undefined;
+}
+
+/** The backend time a source's statuses are computed at. */
+export function sourceNow(src: FleetSource, localNow: number): number {
+  return src.frozenAt ?? localNow + src.clockOffsetMs;
 }
 
 export type StatusCounts = Record<LeaseStatus, number>;
@@ -281,7 +312,10 @@ export interface FleetView {
   /** Parallel arrays: the i-th visible row is `connIds[i]` / `workIds[i]`. */
   connIds: string[];
   workIds: string[];
-  /** Counts among rows that pass every filter except the status one (so the chips act as facets). */
+  /**
+   * Counts of the whole fleet in scope, by status, whatever the filters: one meaning for the
+   * chips, so an operator who filtered never reads "expired 0" while expired leases exist.
+   */
   counts: StatusCounts;
   /** Rows before any filter. */
   total: number;
@@ -315,7 +349,8 @@ const PASS_STEP = 1024;
 
 /**
  * One pass over every row of the given connections: status (by each
- * connection's server clock), counts, filters; then, unless the base order is
+ * connection's server clock, or its last confirmed time while stale), counts
+ * of the whole fleet, filters; then, unless the base order is
  * the answer, a stable sort of what passed (ties keep connection then work-id
  * order). A sliceable job (see renderer/lib/slices.ts): it yields every
  * thousand rows and through the sort, so no single task holds the page.
@@ -346,14 +381,13 @@ export function* viewJob(
   if (keep !== null) {
     let total = 0;
     for (const src of sources) {
-      const now = localNow + src.clockOffsetMs;
+      const now = sourceNow(src, localNow);
       const { thresholds } = src;
       total += src.data.rows.size;
       let i = 0;
       // Map iteration stays well-defined when events change the Map between slices.
       for (const row of src.data.rows.values()) {
         if ((++i & (PASS_STEP - 1)) === 0) yield;
-        if (!passes(row)) continue;
         counts[leaseStatus(row, now, thresholds)]++;
       }
     }
@@ -369,7 +403,7 @@ export function* viewJob(
   for (let k = 0; k < sources.length; k++) {
     const src = sources[k] as FleetSource;
     const ids = lists[k] as string[];
-    const now = localNow + src.clockOffsetMs;
+    const now = sourceNow(src, localNow);
     const { rows } = src.data;
     const { thresholds, connectionId } = src;
     total += ids.length;
@@ -378,9 +412,9 @@ export function* viewJob(
       const id = ids[i] as string;
       const row = rows.get(id);
       if (row === undefined) continue;
-      if (!passes(row)) continue;
       const status = leaseStatus(row, now, thresholds);
       counts[status]++;
+      if (!passes(row)) continue;
       if (statusFilter !== null && !statusFilter.has(status)) continue;
       connIds.push(connectionId);
       workIds.push(id);
@@ -463,7 +497,7 @@ export function* summarizeJob(
 ): Generator<void, { counts: StatusCounts; stuck: string[]; expired: number }> {
   const counts = emptyCounts();
   const stuck: string[] = [];
-  const now = localNow + src.clockOffsetMs;
+  const now = sourceNow(src, localNow);
   const rows = [...src.data.rows.values()];
   for (let i = 0; i < rows.length; i++) {
     if ((i & (PASS_STEP - 1)) === PASS_STEP - 1) yield;

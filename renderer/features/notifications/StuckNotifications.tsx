@@ -3,7 +3,8 @@
  * asked only when the operator clicks the toggle; the choice is remembered
  * for this browser profile.
  */
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { useFreshness } from '../../app/freshness.ts';
 import { type FleetEntry, toSources } from '../../app/hooks.ts';
 import { useNow } from '../../lib/clock.ts';
 import { runSliced } from '../../lib/slices.ts';
@@ -20,6 +21,10 @@ export function useStuckNotifications(fleets: FleetEntry[]) {
   // Read through a ref: fleets change with every event batch, the check runs once a second.
   const fleetsRef = useRef(fleets);
   fleetsRef.current = fleets;
+  // A stale connection is judged at its last confirmed time: losing the link must not make leases "stuck".
+  const freshness = useFreshness(useMemo(() => fleets.map((f) => f.connection), [fleets]));
+  const freshnessRef = useRef(freshness);
+  freshnessRef.current = freshness;
 
   useEffect(() => {
     if (!enabled || !supported || Notification.permission !== 'granted') {
@@ -27,7 +32,7 @@ export function useStuckNotifications(fleets: FleetEntry[]) {
       return;
     }
     const fleets = fleetsRef.current;
-    const sources = toSources(fleets);
+    const sources = toSources(fleets, freshnessRef.current);
     // A pass over every lease of every connection: sliced, so 100 000 leases never hold the page.
     function* job(): Generator<void, { key: string; label: string }[]> {
       const found: { key: string; label: string }[] = [];

@@ -106,6 +106,10 @@ export function classifyRedisError(
   const verdict = verdictOf(err);
   switch (verdict) {
     case ErrorCode.BACKEND_UNAVAILABLE: {
+      // A refused AUTH reaches us only as an 'error' event; the call itself just finds the connection closed.
+      if (socketError instanceof Error && verdictOf(socketError) === ErrorCode.FORBIDDEN) {
+        return classifyRedisError(socketError, op, url);
+      }
       const why = socketErrno(err) === undefined ? withErrno(socketError) : undefined;
       const errno = socketErrno(err) ?? socketErrno(why);
       const details: Record<string, unknown> = {};

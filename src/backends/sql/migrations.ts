@@ -67,6 +67,20 @@ CREATE TABLE ${s}.audit (
 CREATE INDEX audit_work_idx ON ${s}.audit (work_id, id);
 `,
   },
+  {
+    version: 2,
+    name: '002_handoff_counts',
+    sql: (s) => `
+-- How often each work item changed hands and ended. The change feed delivers a row's latest
+-- version only, so a reader that missed the versions in between (several handoffs between two
+-- polls, a reconnect) still counts each acquisition, release and force-release exactly once
+-- from the differences. Rows from before this migration count their current lease as one.
+ALTER TABLE ${s}.leases
+  ADD COLUMN acquisitions bigint NOT NULL DEFAULT 1,
+  ADD COLUMN releases bigint NOT NULL DEFAULT 0,
+  ADD COLUMN force_releases bigint NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 /** The schema version this code needs. */

@@ -83,6 +83,11 @@ export function leaseInfoFromText(r: TextRow, at: number): LeaseInfo {
     predecessorEnd: required(r[at + 12], 'predecessor_end') as PredecessorEnd,
     ended: optional(r[at + 13], 'ended') as LeaseEnd | null,
     version: BigInt(required(r[at + 14], 'version')),
+    handoffs: {
+      acquisitions: Number(required(r[at + 15], 'acquisitions')),
+      releases: Number(required(r[at + 16], 'releases')),
+      forceReleases: Number(required(r[at + 17], 'force_releases')),
+    },
   };
 }
 

@@ -86,6 +86,11 @@
  *
  * Every write sets `version = version + 1`, `last_op` and `change_xid =
  * pg_current_xact_id()`. The change feed (see `changes`) reads by change_xid.
+ * It delivers each row's latest version, so acquire, release and forceRelease
+ * also count themselves in the row (`acquisitions`, `releases`,
+ * `force_releases`, migration 2; prune resets them, so a row that comes back
+ * counts from zero like a new one): a reader counts every handoff exactly once
+ * from the differences, however many writes a poll coalesced.
  *
  * Cost: the hot statements touch one row through the primary key, plus one
  * secondary index (change_xid) that every write must update; there are no
@@ -130,6 +135,9 @@ export const INFO_COLUMNS = [
   'predecessor_end',
   'ended',
   'version',
+  'acquisitions',
+  'releases',
+  'force_releases',
 ] as const;
 
 const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set([
@@ -252,6 +260,7 @@ WITH ins AS (
     ended = NULL,
     last_op = 'acquired',
     version = l.version + 1,
+    acquisitions = l.acquisitions + 1,
     change_xid = EXCLUDED.change_xid
   WHERE l.expires_at <= EXCLUDED.acquired_at
   RETURNING l.token, l.expires_at
@@ -314,6 +323,7 @@ upd AS (
     ended = 'released',
     last_op = 'released',
     version = l.version + 1,
+    releases = l.releases + 1,
     change_xid = pg_current_xact_id()
   FROM n
   WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
@@ -357,6 +367,7 @@ upd AS (
     ended = 'force-released',
     last_op = 'force-released',
     version = l.version + 1,
+    force_releases = l.force_releases + 1,
     change_xid = pg_current_xact_id()
   FROM n, cur
   WHERE l.work_id = cur.work_id AND cur.token = $2 AND cur.ended IS NULL
@@ -396,6 +407,9 @@ upd AS (
     state = NULL,
     checkpointed_at = NULL,
     last_op = 'pruned',
+    acquisitions = 0,
+    releases = 0,
+    force_releases = 0,
     version = l.version + 1,
     change_xid = pg_current_xact_id()
   FROM victims, n

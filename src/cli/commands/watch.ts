@@ -1,6 +1,9 @@
 /**
  * `worklease watch`: follows the backend's change feed and prints one line
- * per change as it happens. Polls adaptively: at once while changes keep
+ * per change as it happens. Where the feed coalesces writes (Postgres
+ * delivers each row's latest version), the rows' handoff counters tell how
+ * many acquisitions, releases and force-releases happened in between: each is
+ * printed once, marked as seen between two reads. Polls adaptively: at once while changes keep
  * coming, backing off to `--max-interval` when the fleet is quiet. A gap in
  * the feed (the backend trimmed changes we had not read) is reported and the
  * watch resumes from the head. Transient backend errors are reported once and
@@ -8,7 +11,7 @@
  */
 
 import { hasCode, InvalidArgumentError } from '../../lease/errors.ts';
-import type { ChangeKind, LeaseChange } from '../../lease/types.ts';
+import type { ChangeKind, HandoffCounts, LeaseAdmin, LeaseChange } from '../../lease/types.ts';
 import { type GlobalOptions, openCli, out, resolveUrl, warn } from '../context.ts';
 import { describeFailure } from '../errors.ts';
 
@@ -41,8 +44,13 @@ export async function watchCommand(
     let cursor = await backend.admin.changeCursor();
     // Measured once: change rows carry no timestamp of their own for every kind.
     const offsetMs = (await backend.admin.serverTime()).getTime() - Date.now();
+    // Where the backend counts handoffs (a feed that coalesces writes), the counters of every row at
+    // the start are the baseline that lets each later handoff be printed exactly once. Listed after
+    // the cursor: a write in between is both in the list and after the cursor, and (token, version)
+    // drops the repeat.
+    const seen = new Map<string, Seen>();
+    await seed(backend.admin, seen);
     warn(`watching ${backend.url} (Ctrl-C to stop)`);
-    const seen = new Map<string, { token: bigint; version: bigint }>();
     let intervalMs = minIntervalMs;
     let failing = false;
     while (!stop.signal.aborted) {
@@ -60,9 +68,18 @@ export async function watchCommand(
         full = batch.changes.length >= 1000;
         const lines: string[] = [];
         for (const change of batch.changes) {
+          const before = seen.get(change.workId);
           if (!isNew(seen, change)) continue;
+          const serverNow = Date.now() + offsetMs;
+          for (const kind of coalesced(before, change)) {
+            if (kinds !== null && !kinds.has(kind)) continue;
+            if (options.prefix !== undefined && !change.workId.startsWith(options.prefix)) continue;
+            // Who held the lease in between is not known: a holder filter cannot place these.
+            if (options.holder !== undefined) continue;
+            lines.push(renderCoalesced(change.workId, kind, serverNow, options.json === true));
+          }
           if (!matches(change, options, kinds)) continue;
-          lines.push(render(change, Date.now() + offsetMs, options.json === true));
+          lines.push(render(change, serverNow, options.json === true));
         }
         if (lines.length > 0) await out(lines.join('\n'));
         intervalMs = batch.changes.length > 0 ? minIntervalMs : Math.min(maxIntervalMs, intervalMs * 2);
@@ -94,8 +111,26 @@ function parseKinds(values: string[] | undefined): Set<ChangeKind> | null {
   return set;
 }
 
+interface Seen {
+  token: bigint;
+  version: bigint;
+  handoffs: HandoffCounts | undefined;
+}
+
+async function seed(admin: LeaseAdmin, seen: Map<string, Seen>): Promise<void> {
+  let page: string | null = null;
+  do {
+    const res = await admin.list({ cursor: page, limit: 10_000 });
+    for (const info of res.items) {
+      if (info.handoffs === undefined) return; // this backend's feed delivers every write
+      seen.set(info.workId, { token: info.fencingToken, version: info.version, handoffs: info.handoffs });
+    }
+    page = res.nextCursor;
+  } while (page !== null);
+}
+
 /** The feed may deliver a change twice; a (token, version) not above the last one seen is a repeat. */
-function isNew(seen: Map<string, { token: bigint; version: bigint }>, change: LeaseChange): boolean {
+function isNew(seen: Map<string, Seen>, change: LeaseChange): boolean {
   const last = seen.get(change.workId);
   if (
     last !== undefined &&
@@ -104,8 +139,47 @@ function isNew(seen: Map<string, { token: bigint; version: bigint }>, change: Le
   ) {
     return false;
   }
-  seen.set(change.workId, { token: change.fencingToken, version: change.version });
+  seen.set(change.workId, {
+    token: change.fencingToken,
+    version: change.version,
+    handoffs: change.lease?.handoffs ?? last?.handoffs,
+  });
   return true;
+}
+
+/**
+ * The handoffs that happened before `change` but after the last version seen, which a coalescing
+ * feed never delivered as changes of their own (counted from LeaseInfo.handoffs).
+ */
+function coalesced(before: Seen | undefined, change: LeaseChange): ChangeKind[] {
+  const after = change.lease?.handoffs;
+  if (after === undefined) return [];
+  // Counters count since creation or the last prune: a work item not seen before (created since the
+  // start) and one whose counters went down (pruned in between) start from zero.
+  const prev = before?.handoffs;
+  const base =
+    prev !== undefined &&
+    prev.acquisitions <= after.acquisitions &&
+    prev.releases <= after.releases &&
+    prev.forceReleases <= after.forceReleases
+      ? prev
+      : { acquisitions: 0, releases: 0, forceReleases: 0 };
+  const out: ChangeKind[] = [];
+  const add = (kind: ChangeKind, n: number) => {
+    for (let i = 0; i < n - (change.kind === kind ? 1 : 0); i++) out.push(kind);
+  };
+  add('acquired', after.acquisitions - base.acquisitions);
+  add('force-released', after.forceReleases - base.forceReleases);
+  add('released', after.releases - base.releases);
+  return out;
+}
+
+function renderCoalesced(workId: string, kind: ChangeKind, serverNow: number, json: boolean): string {
+  const at = new Date(serverNow).toISOString();
+  if (json) {
+    return JSON.stringify({ at, workId, kind, holderId: null, fencingToken: null, coalesced: true });
+  }
+  return `${at}  ${workId}  ${kind}  holder=?  token=?  (between two reads of the feed)`;
 }
 
 function matches(change: LeaseChange, options: WatchOptions, kinds: Set<ChangeKind> | null): boolean {
