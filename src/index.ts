@@ -4,6 +4,7 @@
 
 import { resolveOptions } from './backends/common.ts';
 import { parseBackendUrl } from './backends/url.ts';
+import { telemetryReady } from './lease/telemetry.ts';
 import type { LeaseBackend, OpenOptions } from './lease/types.ts';
 
 export { parseBackendUrl, redactUrl } from './backends/url.ts';
@@ -24,6 +25,8 @@ export async function openBackend(url: string, options: OpenOptions = {}): Promi
   const { kind } = parseBackendUrl(url);
   // Every option is checked here, before a backend module is even loaded.
   resolveOptions(options);
+  // So that the backend finds @opentelemetry/api (when installed) already loaded.
+  await telemetryReady;
   switch (kind) {
     case 'postgres': {
       const { openPostgres } = await import('./backends/postgres/index.ts');
@@ -41,6 +44,7 @@ export async function openBackend(url: string, options: OpenOptions = {}): Promi
   }
 }
 export type {
+  ClaimOptions,
   HeartbeatOptions,
   HolderOptions,
   LeaseHolder,
@@ -48,3 +52,4 @@ export type {
   WithLeaseOptions,
 } from './lease/holder.ts';
 export { claim, DEFAULT_HOLDER_TTL_MS, withLease } from './lease/holder.ts';
+export type { Logger, TelemetryOptions } from './lease/telemetry.ts';
