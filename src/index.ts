@@ -43,6 +43,8 @@ export async function openBackend(url: string, options: OpenOptions = {}): Promi
     }
   }
 }
+export type { Deposed, Leadership, LeadOptions, Term } from './lease/election.ts';
+export { lead } from './lease/election.ts';
 export type {
   ClaimOptions,
   HeartbeatOptions,
