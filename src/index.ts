@@ -45,6 +45,8 @@ export async function openBackend(url: string, options: OpenOptions = {}): Promi
 }
 export type { Deposed, Leadership, LeadOptions, Term } from './lease/election.ts';
 export { lead } from './lease/election.ts';
+export type { GroupMember, GroupOptions, RevokeReason } from './lease/group.ts';
+export { joinGroup, memberWorkId } from './lease/group.ts';
 export type {
   ClaimOptions,
   HeartbeatOptions,
