@@ -129,7 +129,7 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
   if (o.workIds !== undefined) {
     if (!Array.isArray(o.workIds))
       throw new InvalidArgumentError('options.workIds must be an array of work ids');
-    o.workIds.forEach((id, i) => checkId(`options.workIds[${i}]`, id));
+    for (const [i, id] of o.workIds.entries()) checkId(`options.workIds[${i}]`, id);
   }
   if (o.source !== undefined && typeof o.source !== 'function') {
     throw new InvalidArgumentError('options.source must be a function');
@@ -217,7 +217,7 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
       membership.heartbeat({});
     }
     const ids = staticIds ?? [...new Set(await source!())];
-    ids.forEach((id, i) => checkId(`source()[${i}]`, id));
+    for (const [i, id] of ids.entries()) checkId(`source()[${i}]`, id);
     const [now, memberLeases, itemLeases] = await Promise.all([
       backend.admin.serverTime(),
       listAll(backend, memberPrefix),
