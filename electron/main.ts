@@ -3,40 +3,41 @@
  *
  * Everything with logic lives in src/ and is unit-tested there (Electron
  * cannot run on the build machines): the window policy
- * (src/console/window-policy.ts), the IPC bridge
+ * (src/electron-common/window-policy.ts), the IPC bridge
  * (src/electron-common/ipc-main.ts), the safeStorage codec and the choice of
- * console (saved profiles, else the embedded demo) in src/electron-common/.
- * This file only wires those into Electron's hooks.
+ * console (saved profiles, else the embedded demo) in src/electron-common/,
+ * all reached through src/electron-common/index.ts. This file only wires
+ * those into Electron's hooks.
  *
- * Bundled to dist/electron/main.cjs by scripts/build-electron.ts; `__dirname`
- * is that directory at run time (packaged or not).
+ * Bundled to dist/electron/main.cjs by scripts/build-electron.ts, from the
+ * compiled dist/electron-common.js; `__dirname` is that directory at run
+ * time (packaged or not).
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { app, BrowserWindow, ipcMain, protocol, safeStorage, session, type WebContents } from 'electron';
-import { dispatch } from '../src/console/dispatch.ts';
 import {
   APP_ENTRY_URL,
-  APP_ORIGIN,
   APP_SCHEME,
   contentTypeFor,
+  createEventForwarder,
+  createIpcMainHandler,
+  createSafeStorageCodec,
+  createSenderCheck,
+  type DesktopConsole,
+  dispatch,
   isAppUrl,
   isNavigationAllowed,
   isPermissionAllowed,
+  isPermissionCheckAllowed,
   isRequestAllowed,
+  registerIpcMainHandler,
   resolveAppAsset,
   SECURITY_HEADERS,
+  startDesktopConsole,
   WEB_PREFERENCES,
   windowOpenPolicy,
-} from '../src/console/window-policy.ts';
-import { type DesktopConsole, startDesktopConsole } from '../src/electron-common/desktop.ts';
-import {
-  createEventForwarder,
-  createIpcMainHandler,
-  createSenderCheck,
-  registerIpcMainHandler,
-} from '../src/electron-common/ipc-main.ts';
-import { createSafeStorageCodec } from '../src/electron-common/secret-codec.ts';
+} from '../src/electron-common/index.ts';
 
 const RENDERER_DIR = path.join(__dirname, '..', 'renderer');
 const PRELOAD = path.join(__dirname, 'preload.cjs');
@@ -84,9 +85,9 @@ function hardenSession(): void {
   ses.setPermissionRequestHandler((_contents, permission, callback, details) =>
     callback(isPermissionAllowed(permission) && isAppUrl(details.requestingUrl)),
   );
-  ses.setPermissionCheckHandler(
-    (_contents, permission, requestingOrigin) =>
-      isPermissionAllowed(permission) && requestingOrigin === APP_ORIGIN,
+  // requestingOrigin is an origin's URL spec, `app://console/` (trailing slash): compared as an origin.
+  ses.setPermissionCheckHandler((_contents, permission, requestingOrigin) =>
+    isPermissionCheckAllowed(permission, requestingOrigin),
   );
   ses.setDevicePermissionHandler(() => false);
 }

@@ -17,6 +17,7 @@ import {
   type Params,
   type ResponseEnvelope,
   type Result,
+  type WorkleaseBridge,
 } from '../../src/console/api.ts';
 
 /** A console error rebuilt from wire data; `code` is the stable one from the server. */
@@ -46,15 +47,10 @@ export interface ConsoleClient extends ConsoleApi {
   readonly transportState: TransportState;
 }
 
-/** What the Electron preload exposes through contextBridge (never ipcRenderer itself). */
-export interface PreloadBridge {
-  call(method: string, params: unknown): Promise<ResponseEnvelope>;
-  subscribe(listener: (event: unknown) => void): () => void;
-}
-
 declare global {
   interface Window {
-    worklease?: PreloadBridge;
+    /** What the Electron preload exposes through contextBridge (never ipcRenderer itself). */
+    worklease?: WorkleaseBridge;
   }
 }
 
@@ -105,7 +101,7 @@ class Listeners<T> {
   }
 }
 
-function electronClient(bridge: PreloadBridge): ConsoleClient {
+function electronClient(bridge: WorkleaseBridge): ConsoleClient {
   return {
     transport: 'electron',
     transportState: 'open',

@@ -18,6 +18,7 @@ import type {
   ChangeBatch,
   ChangeOptions,
   CheckpointRead,
+  DurabilityOptions,
   ForceReleaseOptions,
   LeaseAdmin,
   LeaseBackend,
@@ -53,6 +54,56 @@ export interface ResolvedOptions {
   poolSize: number;
   callTimeoutMs: number;
   telemetry: TelemetryOptions;
+  durability: ResolvedDurability;
+}
+
+export interface ResolvedDurability {
+  /** 0: no WAIT. */
+  replicas: number;
+  timeoutMs: number;
+  /** null: the server's setting. */
+  synchronousCommit: DurabilityOptions['synchronousCommit'] | null;
+}
+
+const SYNCHRONOUS_COMMIT = ['off', 'local', 'remote_write', 'on', 'remote_apply'] as const;
+
+function resolveDurability(value: unknown, callTimeoutMs: number): ResolvedDurability {
+  const d = checkOptions<DurabilityOptions>('options.durability', value, [
+    'replicas',
+    'timeoutMs',
+    'synchronousCommit',
+  ]);
+  const replicas = checkInt('options.durability.replicas', d.replicas, 0, 64, 0);
+  // WAIT must give up before the call does, or a timed-out call could not tell "not confirmed" apart.
+  const timeoutMs = checkInt(
+    'options.durability.timeoutMs',
+    d.timeoutMs,
+    1,
+    Math.max(1, callTimeoutMs - 1),
+    Math.min(1000, Math.max(1, callTimeoutMs - 1)),
+  );
+  const sc = d.synchronousCommit;
+  if (sc !== undefined && !(SYNCHRONOUS_COMMIT as readonly unknown[]).includes(sc)) {
+    throw new InvalidArgumentError(
+      `options.durability.synchronousCommit must be one of ${SYNCHRONOUS_COMMIT.join(', ')}`,
+    );
+  }
+  return { replicas, timeoutMs, synchronousCommit: sc ?? null };
+}
+
+/** Refuses durability settings that `kind` cannot honour (before any I/O): a silent no-op would be a lie. */
+export function checkDurability(kind: BackendKind, d: ResolvedDurability): void {
+  const redis = kind === 'redis' || kind === 'redis-cluster';
+  if (!redis && d.replicas > 0) {
+    throw new InvalidArgumentError(
+      `options.durability.replicas is for Redis; on ${kind} use options.durability.synchronousCommit${kind === 'pglite' ? ' (PostgreSQL only; PGlite has no replicas)' : ''}`,
+    );
+  }
+  if (kind !== 'postgres' && d.synchronousCommit !== null) {
+    throw new InvalidArgumentError(
+      `options.durability.synchronousCommit is for PostgreSQL${redis ? '; on Redis use options.durability.replicas' : ''}`,
+    );
+  }
 }
 
 const NAME = /^[a-z_][a-z0-9_]{0,39}$/;
@@ -66,6 +117,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     'maxStateBytes',
     'poolSize',
     'callTimeoutMs',
+    'durability',
     'logger',
     'meterProvider',
     'tracerProvider',
@@ -84,6 +136,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   if (typeof keyPrefix !== 'string' || !PREFIX.test(keyPrefix)) {
     throw new InvalidArgumentError('options.keyPrefix must be 1-64 characters of A-Z a-z 0-9 _ . : -');
   }
+  const callTimeoutMs = checkInt('options.callTimeoutMs', o.callTimeoutMs, 1, MAX_TTL_MS, 10_000);
   return {
     migrate: o.migrate ?? true,
     schema,
@@ -96,7 +149,8 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
       DEFAULT_MAX_STATE_BYTES,
     ),
     poolSize: checkInt('options.poolSize', o.poolSize, 1, 1000, 10),
-    callTimeoutMs: checkInt('options.callTimeoutMs', o.callTimeoutMs, 1, MAX_TTL_MS, 10_000),
+    callTimeoutMs,
+    durability: resolveDurability(o.durability, callTimeoutMs),
     telemetry: {
       ...(o.logger === undefined ? {} : { logger: o.logger }),
       ...(o.meterProvider === undefined ? {} : { meterProvider: o.meterProvider }),

@@ -10,10 +10,13 @@ import { redactUrl } from '../backends/url.ts';
 import { FAULT_KINDS, type FaultKind } from './history.ts';
 import { runChaos } from './runner.ts';
 
-const USAGE = `usage: npm run chaos -- --backend <url> [--workers 8] [--items 4] [--seconds 60] [--ttl-ms 1000]
-                      [--fault-every-ms 400] [--faults kill,pause,freeze,force-release] [--broken] [--keep] [--verbose]
+const USAGE = `usage: npm run chaos -- (--backend <url> | --private-redis) [--workers 8] [--items 4] [--seconds 60]
+                      [--ttl-ms 1000] [--fault-every-ms 400] [--faults kill,pause,freeze,force-release,restart,failover]
+                      [--broken] [--keep] [--verbose]
 
-  --backend  postgres://…, redis://…, redis+cluster://h1:p1,h2:p2,…, pglite://memory
+  --backend        postgres://…, redis://…, redis+cluster://h1:p1,h2:p2,…, pglite://memory
+  --private-redis  start a private Redis master + replica on loopback ports for the run, and add the
+                   data-loss faults: restart (without persistence) and failover (to a lagging replica)
   --broken   run through a backend wrapper that skips fencing (the checker must then report violations)
   --keep     keep the run's schema / key prefix for inspection
 
@@ -32,6 +35,7 @@ async function main(): Promise<number> {
     return parseArgs({
       options: {
         backend: { type: 'string' },
+        'private-redis': { type: 'boolean' },
         workers: { type: 'string' },
         items: { type: 'string' },
         seconds: { type: 'string' },
@@ -53,8 +57,11 @@ async function main(): Promise<number> {
       console.log(USAGE);
       return 0;
     }
-    const url = args.values.backend;
-    if (url === undefined) throw new Error('--backend is required');
+    const privateRedis = args.values['private-redis'] ?? false;
+    const url = privateRedis ? 'redis://private' : args.values.backend;
+    if (url === undefined) throw new Error('--backend (or --private-redis) is required');
+    if (privateRedis && args.values.backend !== undefined)
+      throw new Error('--backend and --private-redis exclude each other');
     let faults: FaultKind[] | undefined;
     if (args.values.faults !== undefined) {
       faults = args.values.faults.split(',').map((f) => {
@@ -71,6 +78,7 @@ async function main(): Promise<number> {
       faultEveryMs: int('fault-every-ms', args.values['fault-every-ms'], 400),
       broken: args.values.broken ?? false,
       keep: args.values.keep ?? false,
+      privateRedis,
     };
     if (faults !== undefined) options.faults = faults;
     if (args.values.verbose) options.log = (line) => console.error(line);

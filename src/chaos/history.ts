@@ -55,8 +55,22 @@ export interface LostEvent {
   reason: string;
 }
 
-export type FaultKind = 'kill' | 'pause' | 'freeze' | 'force-release';
-export const FAULT_KINDS: readonly FaultKind[] = ['kill', 'pause', 'freeze', 'force-release'];
+/**
+ * `restart`: the Redis master restarted without persistence (its dataset, and the replica's after
+ * it resyncs, is gone); `failover`: the replica was promoted while it lagged (the master's latest
+ * acknowledged writes are gone). Both need a private server pair (runner `privateRedis`).
+ */
+export type FaultKind = 'kill' | 'pause' | 'freeze' | 'force-release' | 'restart' | 'failover';
+export const FAULT_KINDS: readonly FaultKind[] = [
+  'kill',
+  'pause',
+  'freeze',
+  'force-release',
+  'restart',
+  'failover',
+];
+/** Faults after which acknowledged checkpoints may legitimately be gone (docs/durability.md). */
+export const DATA_LOSS_FAULTS: ReadonlySet<FaultKind> = new Set<FaultKind>(['restart', 'failover']);
 
 export interface FaultEvent {
   type: 'fault';

@@ -16,6 +16,8 @@ const OUTCOMES: Partial<Record<string, Outcome>> = {
   [ErrorCode.LEASE_EXPIRED]: 'expired',
   [ErrorCode.CONFLICT]: 'conflict',
   [ErrorCode.BACKEND_UNAVAILABLE]: 'unavailable',
+  // Applied on the master, not confirmed by its replicas: it may or may not have taken effect.
+  [ErrorCode.NOT_DURABLE]: 'unavailable',
 };
 
 export function outcomeOf(err: unknown): Outcome {

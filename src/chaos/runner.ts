@@ -7,6 +7,12 @@
  * Redis paused (`CLIENT PAUSE`, Redis and Redis Cluster only; it pauses the whole
  * server), holders frozen past their ttl (a blocked event loop, at a random
  * moment or right before a save), and force-releases through `backend.admin`.
+ * With `privateRedis` the run starts its own master + replica (servers.ts) and
+ * adds the data-loss faults: `restart` (the master restarts without
+ * persistence: every holder's next call fails with DATASET_LOST, and each
+ * holder then reopens, as a restarted process would, on a new dataset) and
+ * `failover` (the replica lags for a while, then the master is killed and the
+ * replica promoted at the same address).
  *
  * PGlite lives inside one thread, so its holders run as concurrent loops in the
  * runner's own thread: connection kills and pauses do not apply to it, and a
@@ -18,11 +24,13 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { parseBackendUrl } from '../backends/url.ts';
 import { openBackend } from '../index.ts';
+import { ErrorCode, WorkleaseError } from '../lease/errors.ts';
 import type { BackendKind, LeaseBackend, OpenOptions } from '../lease/types.ts';
 import { type CheckReport, check, formatReport } from './checker.ts';
 import { dropNamespace, killConnections, pauseRedis } from './faults.ts';
 import {
   type CallEvent,
+  DATA_LOSS_FAULTS,
   decodeCounter,
   FAULT_KINDS,
   type FaultKind,
@@ -31,12 +39,15 @@ import {
   now,
 } from './history.ts';
 import { brokenBackend, outcomeOf, recordingBackend } from './recording.ts';
+import { type ReplicatedRedis, startReplicatedRedis } from './servers.ts';
 import type { FromThread, ThreadData, ToThread } from './thread.ts';
 import { freezeEvent, freezeThread, runWorker, type WorkerControl, type WorkerStats } from './worker.ts';
 
 export interface ChaosOptions {
-  /** Backend URL: postgres://, redis://, redis+cluster://…, pglite://memory. */
+  /** Backend URL: postgres://, redis://, redis+cluster://…, pglite://memory. Ignored with `privateRedis`. */
   url: string;
+  /** Start a private Redis master + replica for the run (and allow the `restart` / `failover` faults). */
+  privateRedis?: boolean;
   /** Concurrent holders. Default 8. */
   workers?: number;
   /** Work items they contend for. Default 4. */
@@ -75,11 +86,12 @@ export interface ChaosResult {
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** The faults that make sense on a backend. */
-export function applicableFaults(kind: BackendKind): FaultKind[] {
+/** The faults that make sense on a backend (the data-loss ones only on a private Redis pair). */
+export function applicableFaults(kind: BackendKind, privateRedis = false): FaultKind[] {
   if (kind === 'pglite') return ['freeze', 'force-release'];
   if (kind === 'postgres') return ['kill', 'freeze', 'force-release'];
-  return [...FAULT_KINDS];
+  if (kind === 'redis' && privateRedis) return [...FAULT_KINDS];
+  return FAULT_KINDS.filter((f) => !DATA_LOSS_FAULTS.has(f));
 }
 
 interface Holders {
@@ -138,6 +150,7 @@ function threadHolders(
               lost: 0,
               crashes: 0,
               unavailable: 0,
+              datasetLost: 0,
               unexpected: ['no stats'],
             },
           ),
@@ -222,11 +235,12 @@ function inProcessHolders(
   };
 }
 
-async function readFinals(backend: LeaseBackend, items: string[]): Promise<FinalState[]> {
+async function readFinals(admin: () => Promise<LeaseBackend>, items: string[]): Promise<FinalState[]> {
   const finals: FinalState[] = [];
   for (const item of items) {
     for (let attempt = 0; ; attempt++) {
       try {
+        const backend = await admin();
         const info = await backend.admin.get(item);
         if (info === null) {
           finals.push({ item, token: null, value: null });
@@ -250,6 +264,15 @@ async function readFinals(backend: LeaseBackend, items: string[]): Promise<Final
 }
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  const pair: ReplicatedRedis | null = options.privateRedis ? await startReplicatedRedis() : null;
+  try {
+    return await runOn(pair === null ? options : { ...options, url: pair.url }, pair);
+  } finally {
+    await pair?.stop();
+  }
+}
+
+async function runOn(options: ChaosOptions, pair: ReplicatedRedis | null): Promise<ChaosResult> {
   const { kind } = parseBackendUrl(options.url);
   const workers = options.workers ?? 8;
   const itemCount = options.items ?? 4;
@@ -257,7 +280,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const ttlMs = options.ttlMs ?? 1000;
   const intervalMs = options.intervalMs ?? Math.max(1, Math.floor(ttlMs / 4));
   const faultEveryMs = options.faultEveryMs ?? 400;
-  const faults = (options.faults ?? applicableFaults(kind)).filter((f) => applicableFaults(kind).includes(f));
+  const applicable = applicableFaults(kind, pair !== null);
+  const faults = (options.faults ?? applicable).filter((f) => applicable.includes(f));
   const namespace = options.namespace ?? `chaos_${randomBytes(4).toString('hex')}`;
   const log = options.log ?? (() => {});
   if (!Number.isInteger(workers) || workers < 1 || workers > 256)
@@ -276,7 +300,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const problems: string[] = [];
   const injectorErrors: string[] = [];
   // Opening here first creates the schema / layout once, before the holders race to do it.
-  const admin = await openBackend(options.url, openOptions);
+  let admin = await openBackend(options.url, openOptions);
+  /** The admin backend, reopened (on whatever dataset is there now) after a restart wiped the data. */
+  const adminNow = async (): Promise<LeaseBackend> => {
+    if (pair === null) return admin;
+    try {
+      await admin.admin.changeCursor(); // a script on every bucket: DATASET_LOST if the data is gone
+      return admin;
+    } catch (err) {
+      if (!(err instanceof WorkleaseError && err.code === ErrorCode.DATASET_LOST)) return admin;
+    }
+    await admin.close().catch(() => {});
+    admin = await openBackend(options.url, openOptions);
+    return admin;
+  };
   let finals: FinalState[] = [];
   let holdersRef: Holders | undefined;
   let stats: WorkerStats[] = [];
@@ -321,7 +358,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
     }
     holdersRef.stop();
     stats = await holdersRef.done(ttlMs * 4 + 15_000);
-    finals = await readFinals(admin, items);
+    finals = await readFinals(adminNow, items);
   } finally {
     await admin.close().catch(() => {});
     if (!options.keep) await dropNamespace(kind, options.url, namespace).catch(() => {});
@@ -352,8 +389,29 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
         holdersRef?.freeze(Math.floor(Math.random() * workers), ms, Math.random() < 0.5);
         return;
       }
+      case 'restart': {
+        const at = now();
+        await pair!.master.restart();
+        history.push({ type: 'fault', kind: 'restart', at, detail: `master ${pair!.url}, no persistence` });
+        return;
+      }
+      case 'failover': {
+        const at = now();
+        // The replica lags for a part of a ttl while holders keep writing, then takes over.
+        pair!.lag();
+        await sleep(ttlMs * (0.2 + Math.random() * 0.6));
+        await pair!.failover();
+        history.push({
+          type: 'fault',
+          kind: 'failover',
+          at,
+          detail: `lagging replica promoted at ${pair!.url}`,
+        });
+        return;
+      }
       case 'force-release': {
         const item = items[Math.floor(Math.random() * items.length)]!;
+        const admin = await adminNow();
         const info = await admin.admin.get(item);
         if (info === null) return;
         const started = now();

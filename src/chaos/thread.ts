@@ -57,8 +57,18 @@ port.on('message', (msg: ToThread) => {
 });
 
 async function main(): Promise<void> {
-  const inner = await openBackend(data.url, data.openOptions);
-  const recorded = recordingBackend(data.broken ? brokenBackend(inner) : inner, (e) => batch.push(e));
+  let inner = await openBackend(data.url, data.openOptions);
+  const wrap = (b: typeof inner) =>
+    recordingBackend(data.broken ? brokenBackend(b) : b, (e) => batch.push(e));
+  let recorded = wrap(inner);
+  control.reopen = async () => {
+    const next = await openBackend(data.url, data.openOptions);
+    await recorded.settled();
+    await inner.close().catch(() => {});
+    inner = next;
+    recorded = wrap(next);
+    return recorded;
+  };
   const flusher = setInterval(flush, 100);
   try {
     port!.postMessage({ type: 'ready' } satisfies FromThread);

@@ -28,6 +28,8 @@ export interface WorkerStats {
   lost: number;
   crashes: number;
   unavailable: number;
+  /** Leases ended by DATASET_LOST (each followed by a reopen). */
+  datasetLost: number;
   /** Errors the harness did not expect (anything but the contract's refusals, loss and unavailability). */
   unexpected: string[];
 }
@@ -67,10 +69,24 @@ export interface WorkerControl {
   stopped: boolean;
   /** Told just before a freeze, so the freeze is recorded as a fault. */
   onFreeze?: (ms: number) => void;
+  /**
+   * After DATASET_LOST (the backend lost every lease): a new backend, opened as a restarted process
+   * would (migrating a fresh dataset if there is none). Without it the worker keeps the old one.
+   */
+  reopen?: () => Promise<LeaseBackend>;
+}
+
+/** DATASET_LOST, directly (claim) or as the cause of a holder's loss. */
+function datasetLost(err: unknown): boolean {
+  if (!(err instanceof WorkleaseError)) return false;
+  if (err.code === 'DATASET_LOST') return true;
+  return (
+    err.code === 'LEASE_LOST' && err.cause instanceof WorkleaseError && err.cause.code === 'DATASET_LOST'
+  );
 }
 
 export async function runWorker(
-  backend: LeaseBackend,
+  initial: LeaseBackend,
   config: WorkerConfig,
   sink: (event: HistoryEvent) => void,
   control: WorkerControl,
@@ -82,10 +98,12 @@ export async function runWorker(
     lost: 0,
     crashes: 0,
     unavailable: 0,
+    datasetLost: 0,
     unexpected: [],
   };
   const holderId = `w${config.index}`;
   const { ttlMs } = config;
+  let backend = initial;
   while (!control.stopped && now() < config.untilMs) {
     const item = config.items[Math.floor(Math.random() * config.items.length)]!;
     try {
@@ -128,6 +146,15 @@ export async function runWorker(
         },
       );
     } catch (err) {
+      if (datasetLost(err) && control.reopen !== undefined) {
+        stats.datasetLost++;
+        try {
+          backend = await control.reopen();
+        } catch {
+          await sleep(50 + Math.random() * 100); // the server is still coming back
+        }
+        continue;
+      }
       if (err instanceof Crash) stats.crashes++;
       else if (err instanceof WorkleaseError && err.code === 'LEASE_HELD') {
         stats.held++;

@@ -38,6 +38,10 @@ const EXIT_BY_CODE: Record<ErrorCode, number> = {
   BACKEND_UNAVAILABLE: EXIT.BACKEND_UNAVAILABLE,
   SCHEMA_MISMATCH: EXIT.SCHEMA_MISMATCH,
   FORBIDDEN: EXIT.FORBIDDEN,
+  // The data the schema held is gone (docs/durability.md): like a missing schema, migrate to start over.
+  DATASET_LOST: EXIT.SCHEMA_MISMATCH,
+  // A write the replicas did not confirm: the backend is not (fully) reachable.
+  NOT_DURABLE: EXIT.BACKEND_UNAVAILABLE,
 };
 
 export const EXIT_HELP = `Exit status:

@@ -1,5 +1,6 @@
 /**
- * Entry of the `worklease` command (bin/worklease runs it through tsx).
+ * Entry of the `worklease` command: bin/worklease runs it compiled (dist/cli.js)
+ * from an install, through tsx from a checkout.
  * Every failure ends here: one line on stderr, a documented exit status, and
  * a stack trace only with --debug or WORKLEASE_DEBUG=1.
  */

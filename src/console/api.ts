@@ -12,29 +12,14 @@
  * no bigint); times are epoch milliseconds by the backend's clock; bytes are
  * base64.
  */
-import { z } from 'zod';
+import * as z from 'zod';
+import { ErrorCode, type ErrorData } from '../lease/errors.ts';
 
-export const ErrorCodeSchema = z.enum([
-  'LEASE_HELD',
-  'FENCED',
-  'LEASE_EXPIRED',
-  'LEASE_LOST',
-  'CONFLICT',
-  'NOT_FOUND',
-  'INVALID_ARGUMENT',
-  'BACKEND_UNAVAILABLE',
-  'SCHEMA_MISMATCH',
-  'FORBIDDEN',
-  'INTERNAL',
-]);
+/** The wire form of {@link ErrorCode}: the same codes, from the one table in src/lease/errors.ts. */
+export const ErrorCodeSchema = z.enum(ErrorCode);
 
-export interface ErrorDataWire {
-  name: string;
-  code: z.infer<typeof ErrorCodeSchema>;
-  message: string;
-  details?: Record<string, unknown> | undefined;
-  cause?: ErrorDataWire | undefined;
-}
+/** An error as it crosses IPC/HTTP: {@link ErrorData}, defined once in src/lease/errors.ts. */
+export type ErrorDataWire = ErrorData;
 export const ErrorDataSchema: z.ZodType<ErrorDataWire> = z.lazy(() =>
   z.object({
     name: z.string(),
@@ -328,5 +313,22 @@ export type ResponseEnvelope<T = unknown> = { ok: true; result: T } | { ok: fals
 export interface ConsoleApi {
   call<M extends MethodName>(method: M, params: Params<M>): Promise<Result<M>>;
   /** Returns an unsubscribe function. */
+  subscribe(listener: (event: ConsoleEvent) => void): () => void;
+}
+
+/**
+ * `window.worklease` in the Electron renderer, defined here once for both
+ * sides: the preload implements it (src/electron-common/preload-api.ts) and the
+ * renderer's client consumes it. `call` resolves to the raw envelope (never
+ * rejects for a console error) so the client turns it into a result or
+ * rebuilds the error with the same `code`, exactly as for the web transport.
+ */
+export interface WorkleaseBridge {
+  call<M extends MethodName>(method: M, params: Params<M>): Promise<ResponseEnvelope<Result<M>>>;
+  /**
+   * Receives every console event. Like the web transport, a new subscriber
+   * first gets a `connections` event with the current list. Returns an
+   * unsubscribe function.
+   */
   subscribe(listener: (event: ConsoleEvent) => void): () => void;
 }

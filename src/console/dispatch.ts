@@ -5,13 +5,7 @@
  * stable error code, so the web server and Electron main answer alike.
  */
 import { errorToData, InvalidArgumentError } from '../lease/errors.ts';
-import {
-  type ErrorDataWire,
-  isMethodName,
-  methods,
-  type ParsedParams,
-  type ResponseEnvelope,
-} from './api.ts';
+import { isMethodName, methods, type ParsedParams, type ResponseEnvelope } from './api.ts';
 import { type ConsoleService, paramsError } from './service.ts';
 
 export async function dispatch(
@@ -31,6 +25,6 @@ export async function dispatch(
     const result = await service.handle(method, parsed.data as ParsedParams<typeof method>);
     return { ok: true, result };
   } catch (err) {
-    return { ok: false, error: errorToData(err) as ErrorDataWire };
+    return { ok: false, error: errorToData(err) };
   }
 }

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { redactUrl } from '../backends/url.ts';
 import { InternalError, InvalidArgumentError } from '../lease/errors.ts';
 import { ThresholdsSchema } from './api.ts';

@@ -12,8 +12,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
+import { openBackend as defaultOpenBackend } from '../backends/open.ts';
 import { parseBackendUrl, redactUrl } from '../backends/url.ts';
-import { openBackend as defaultOpenBackend } from '../index.ts';
 import {
   BackendUnavailableError,
   ErrorCode,
@@ -32,7 +32,6 @@ import {
   type ConsoleApi,
   type ConsoleEvent,
   DEFAULT_THRESHOLDS,
-  type ErrorDataWire,
   type LeaseRow,
   type MethodName,
   methods,
@@ -194,7 +193,7 @@ class Connection {
       state: this.state,
       syncedAt: this.model?.syncedAt ?? null,
       clockOffsetMs: Math.round(this.clock?.offsetMs ?? 0),
-      error: err === null || err === undefined ? null : (errorToData(err) as ErrorDataWire),
+      error: err === null || err === undefined ? null : errorToData(err),
     };
   }
 

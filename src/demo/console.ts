@@ -4,9 +4,10 @@
  * and the desktop app opens it when no profile is saved, so both start the
  * fleet and the service the same way here.
  */
+
+import { openBackend } from '../backends/open.ts';
 import type { ProfileStore } from '../console/profiles.ts';
 import { type ConsoleService, createConsoleService, splitConsoleUrl } from '../console/service.ts';
-import { openBackend } from '../index.ts';
 import type { LeaseBackend } from '../lease/types.ts';
 import { type DemoFleet, type DemoFleetOptions, startDemoFleet } from './fleet.ts';
 

@@ -8,11 +8,11 @@
  * and opened on the next start.
  */
 
+import { openBackend } from '../backends/open.ts';
 import { defaultProfilesPath, ProfileStore, type SecretCodec } from '../console/profiles.ts';
 import { type ConsoleService, createConsoleService } from '../console/service.ts';
 import { startDemoConsole } from '../demo/console.ts';
 import type { DemoFleetOptions } from '../demo/fleet.ts';
-import { openBackend } from '../index.ts';
 
 /** Backend of the embedded demo. */
 export const DEMO_URL = 'pglite://memory';

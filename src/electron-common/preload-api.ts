@@ -11,30 +11,23 @@
  * way to pick the channel: the page can make console calls and receive console
  * events, nothing else.
  */
-import type { ConsoleEvent, MethodName, Params, ResponseEnvelope, Result } from '../console/api.ts';
+import type {
+  ConsoleEvent,
+  MethodName,
+  Params,
+  ResponseEnvelope,
+  Result,
+  WorkleaseBridge,
+} from '../console/api.ts';
 import { CALL_CHANNEL, EVENT_CHANNEL } from './channels.ts';
+
+export type { WorkleaseBridge } from '../console/api.ts';
 
 /** The parts of Electron's `ipcRenderer` the preload uses. */
 export interface IpcRendererLike {
   invoke(channel: string, ...args: unknown[]): Promise<unknown>;
   on(channel: string, listener: (event: unknown, ...args: unknown[]) => void): unknown;
   removeListener(channel: string, listener: (event: unknown, ...args: unknown[]) => void): unknown;
-}
-
-/**
- * `window.worklease` in the Electron renderer. `call` resolves to the raw
- * envelope (never rejects for a console error) so the renderer's client turns
- * it into a result or rebuilds the error with the same `code`, exactly as it
- * does for the web transport.
- */
-export interface WorkleaseBridge {
-  call<M extends MethodName>(method: M, params: Params<M>): Promise<ResponseEnvelope<Result<M>>>;
-  /**
-   * Receives every console event. Like the web transport, a new subscriber
-   * first gets a `connections` event with the current list. Returns an
-   * unsubscribe function.
-   */
-  subscribe(listener: (event: ConsoleEvent) => void): () => void;
 }
 
 /** Name of the global the preload defines (`window.worklease`). */

@@ -26,6 +26,17 @@ export const ErrorCode = {
   SCHEMA_MISMATCH: 'SCHEMA_MISMATCH',
   /** The action is not allowed on this connection (for example a read-only console profile). */
   FORBIDDEN: 'FORBIDDEN',
+  /**
+   * The backend no longer holds the dataset this backend object opened (a Redis restarted without
+   * persistence, a flushed or replaced database): no lease it knew exists any more. Final: holders
+   * must stop; reopen to start on whatever the backend holds now (docs/durability.md).
+   */
+  DATASET_LOST: 'DATASET_LOST',
+  /**
+   * The write ran on the primary but the `durability` option's replicas (or sync) did not confirm it
+   * in time: it may or may not survive a failover. Never reported as a success (docs/durability.md).
+   */
+  NOT_DURABLE: 'NOT_DURABLE',
   /** Anything else: a bug or an unexpected server reply. */
   INTERNAL: 'INTERNAL',
 } as const;
@@ -84,6 +95,24 @@ export class InvalidArgumentError extends WorkleaseError {
     super(ErrorCode.INVALID_ARGUMENT, message, options);
   }
 }
+/**
+ * The backend's client library is not installed. The drivers are optional peer
+ * dependencies (a pg-only service should not install PGlite's 27 MB or
+ * ioredis), so this is a set-up problem: final, never retried, and the
+ * message names the package to install. Crosses IPC/HTTP as INVALID_ARGUMENT.
+ */
+export class DriverMissingError extends InvalidArgumentError {
+  /** The npm package to install, e.g. `pg`. */
+  readonly packageName: string;
+
+  constructor(packageName: string, backend: string, options: ErrorOptions = {}) {
+    super(
+      `the ${backend} backend needs the npm package '${packageName}', which is not installed: run npm install ${packageName}`,
+      { ...options, details: { package: packageName, backend, ...options.details } },
+    );
+    this.packageName = packageName;
+  }
+}
 export class BackendUnavailableError extends WorkleaseError {
   constructor(message: string, options?: ErrorOptions) {
     super(ErrorCode.BACKEND_UNAVAILABLE, message, options);
@@ -97,6 +126,16 @@ export class SchemaMismatchError extends WorkleaseError {
 export class ForbiddenError extends WorkleaseError {
   constructor(message: string, options?: ErrorOptions) {
     super(ErrorCode.FORBIDDEN, message, options);
+  }
+}
+export class DatasetLostError extends WorkleaseError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.DATASET_LOST, message, options);
+  }
+}
+export class NotDurableError extends WorkleaseError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.NOT_DURABLE, message, options);
   }
 }
 export class InternalError extends WorkleaseError {
@@ -116,6 +155,8 @@ const classes: Record<ErrorCode, new (message: string, options?: ErrorOptions) =
   BACKEND_UNAVAILABLE: BackendUnavailableError,
   SCHEMA_MISMATCH: SchemaMismatchError,
   FORBIDDEN: ForbiddenError,
+  DATASET_LOST: DatasetLostError,
+  NOT_DURABLE: NotDurableError,
   INTERNAL: InternalError,
 };
 
@@ -124,8 +165,8 @@ export interface ErrorData {
   name: string;
   code: ErrorCode;
   message: string;
-  details?: Record<string, unknown>;
-  cause?: ErrorData;
+  details?: Record<string, unknown> | undefined;
+  cause?: ErrorData | undefined;
 }
 
 export function isErrorCode(value: unknown): value is ErrorCode {

@@ -31,11 +31,13 @@
  * early, before a successor can start, instead of learning about its loss
  * from a `FencedError` later.
  *
- * Transient backend errors (`BACKEND_UNAVAILABLE`) are retried with jittered
+ * Transient backend errors (`BACKEND_UNAVAILABLE`, and `NOT_DURABLE`: a
+ * checkpoint the replicas did not confirm) are retried with jittered
  * exponential backoff until the deadline. A checkpoint retry sends the same
  * bytes under the same token, so it is idempotent. `acquire` is never retried:
  * a lost acknowledgement would make the retry fail with `LEASE_HELD` against
- * our own lease.
+ * our own lease. `DATASET_LOST` (the backend lost every lease: docs/durability.md)
+ * ends the holder like a fencing: its lease no longer exists.
  */
 import {
   ErrorCode,
@@ -348,7 +350,7 @@ class Holder implements LeaseHolder {
 
   /**
    * Runs one lease call with the holder's rules: deadline check before each
-   * attempt, retries on BACKEND_UNAVAILABLE, loss on FENCED / LEASE_EXPIRED,
+   * attempt, retries on BACKEND_UNAVAILABLE / NOT_DURABLE, loss on FENCED / DATASET_LOST / LEASE_EXPIRED,
    * and an early LeaseLostError when the deadline passes while the call hangs.
    */
   async run<T>(op: (record: LeaseRecord) => Promise<T>, isRelease = false): Promise<T> {
@@ -362,9 +364,10 @@ class Holder implements LeaseHolder {
         if (this.ended !== undefined) throw this.ended;
         // A renew or save still in flight when release() started may see the lease already released.
         if (this.releasing && !isRelease) throw err;
-        if (isCode(err, ErrorCode.FENCED)) throw this.lose('fenced', err);
+        if (isCode(err, ErrorCode.FENCED) || isCode(err, ErrorCode.DATASET_LOST))
+          throw this.lose('fenced', err);
         if (isCode(err, ErrorCode.LEASE_EXPIRED)) throw this.lose('expired', err);
-        if (!isCode(err, ErrorCode.BACKEND_UNAVAILABLE)) throw err;
+        if (!isCode(err, ErrorCode.BACKEND_UNAVAILABLE) && !isCode(err, ErrorCode.NOT_DURABLE)) throw err;
         this.lastBackendError = err;
         this.telemetry.logger.debug(
           { workId: this.workId, fencingToken: this.token.toString(), attempt, err },

@@ -44,13 +44,26 @@ export interface Logger {
   error(obj: Record<string, unknown>, msg: string): void;
 }
 
+/**
+ * An OpenTelemetry `MeterProvider`, typed by shape so that the package's types do not need
+ * `@opentelemetry/api` installed.
+ */
+export interface MeterProviderLike {
+  getMeter(name: string): unknown;
+}
+
+/** An OpenTelemetry `TracerProvider`, typed by shape (see {@link MeterProviderLike}). */
+export interface TracerProviderLike {
+  getTracer(name: string): unknown;
+}
+
 export interface TelemetryOptions {
   /** Where worklease logs (pino-compatible). Default: nowhere. */
   logger?: Logger;
   /** OpenTelemetry meter provider. Default: the global one of `@opentelemetry/api` (no-op when absent). */
-  meterProvider?: MeterProvider;
+  meterProvider?: MeterProviderLike;
   /** OpenTelemetry tracer provider. Default: the global one of `@opentelemetry/api` (no-op when absent). */
-  tracerProvider?: TracerProvider;
+  tracerProvider?: TracerProviderLike;
 }
 
 type OtelApi = typeof import('@opentelemetry/api');
@@ -125,10 +138,12 @@ export class Telemetry {
     this.logger = options.logger ?? silent;
     this.#backend = backendKind;
     const api = otel;
-    const meter: Meter | null =
-      options.meterProvider?.getMeter(NAME) ?? api?.metrics.getMeterProvider().getMeter(NAME) ?? null;
-    this.#tracer =
-      options.tracerProvider?.getTracer(NAME) ?? api?.trace.getTracerProvider().getTracer(NAME) ?? null;
+    const meterProvider =
+      (options.meterProvider as MeterProvider | undefined) ?? api?.metrics.getMeterProvider();
+    const tracerProvider =
+      (options.tracerProvider as TracerProvider | undefined) ?? api?.trace.getTracerProvider();
+    const meter: Meter | null = meterProvider?.getMeter(NAME) ?? null;
+    this.#tracer = tracerProvider?.getTracer(NAME) ?? null;
     const seconds = (name: string, description: string, buckets = DURATION_BUCKETS): Histogram | null =>
       meter?.createHistogram(name, {
         description,

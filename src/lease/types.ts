@@ -252,4 +252,27 @@ export interface OpenOptions extends TelemetryOptions {
   poolSize?: number;
   /** How long one call may wait for the server before failing with BACKEND_UNAVAILABLE. Default 10 000 ms. */
   callTimeoutMs?: number;
+  /**
+   * When a write counts as done (docs/durability.md). Default: when the primary applied it. A write
+   * that did not get the confirmation asked for fails with NOT_DURABLE (it may or may not survive).
+   */
+  durability?: DurabilityOptions;
+}
+
+/** See {@link OpenOptions.durability} and docs/durability.md. */
+export interface DurabilityOptions {
+  /**
+   * Redis and Redis Cluster: how many replicas must confirm each acquire, checkpoint and
+   * force-release (`WAIT` after the script) before the call succeeds. Default 0 (no WAIT).
+   * Not accepted by PostgreSQL or PGlite.
+   */
+  replicas?: number;
+  /** Redis: how long WAIT waits for those replicas, in milliseconds. Default 1000; below callTimeoutMs. */
+  timeoutMs?: number;
+  /**
+   * PostgreSQL: `synchronous_commit` of the backend's sessions (`remote_apply` / `on` with
+   * `synchronous_standby_names` set on the server make a commit wait for a synchronous standby).
+   * Default: the server's setting. Not accepted by Redis or PGlite.
+   */
+  synchronousCommit?: 'off' | 'local' | 'remote_write' | 'on' | 'remote_apply';
 }

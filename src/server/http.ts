@@ -19,9 +19,11 @@ import { fileURLToPath } from 'node:url';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { ConsoleEvent, ErrorDataWire, ResponseEnvelope } from '../console/api.ts';
 import { RequestEnvelopeSchema } from '../console/api.ts';
+import { contentTypeFor, isSafeAssetPath } from '../console/assets.ts';
 import { dispatch } from '../console/dispatch.ts';
 import type { ConsoleService } from '../console/service.ts';
 import { type ErrorCode, errorToData, ForbiddenError, InvalidArgumentError } from '../lease/errors.ts';
+import { rendererDir } from '../version.ts';
 
 export interface WebServerOptions {
   service: Pick<ConsoleService, 'handle' | 'subscribe' | 'connections'>;
@@ -64,22 +66,9 @@ const STATUS_BY_CODE: Record<ErrorCode, number> = {
   LEASE_LOST: 409,
   BACKEND_UNAVAILABLE: 503,
   SCHEMA_MISMATCH: 500,
+  DATASET_LOST: 500,
+  NOT_DURABLE: 503,
   INTERNAL: 500,
-};
-
-const MIME: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.woff2': 'font/woff2',
-  '.woff': 'font/woff',
-  '.map': 'application/json; charset=utf-8',
-  '.txt': 'text/plain; charset=utf-8',
 };
 
 const FALLBACK_PAGE = `<!doctype html>
@@ -90,7 +79,8 @@ const FALLBACK_PAGE = `<!doctype html>
 `;
 
 function defaultStaticDir(): string {
-  return fileURLToPath(new URL('../../dist/renderer', import.meta.url));
+  // Found from the package root: this module runs from src/server, dist/ or dist/chunks/.
+  return rendererDir() ?? fileURLToPath(new URL('../../dist/renderer', import.meta.url));
 }
 
 function hostForUrl(host: string): string {
@@ -254,9 +244,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       res.end('bad path\n');
       return;
     }
-    // Refused outright rather than normalised: no legitimate asset path has
-    // these, and refusing keeps the rule easy to audit.
-    if (decoded.includes('\0') || decoded.includes('\\') || decoded.split('/').includes('..')) {
+    if (!isSafeAssetPath(decoded)) {
       res.writeHead(400, { 'Content-Type': 'text/plain; charset=utf-8' });
       res.end('bad path\n');
       return;
@@ -290,7 +278,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
   const sendFile = (req: IncomingMessage, res: ServerResponse, file: string): void => {
     const ext = extname(file).toLowerCase();
     const headers: Record<string, string | number> = {
-      'Content-Type': MIME[ext] ?? 'application/octet-stream',
+      'Content-Type': contentTypeFor(file),
       'Content-Length': statSync(file).size,
     };
     if (ext === '.html') {

@@ -57,7 +57,7 @@ describe('migrations', () => {
     expect(rows.map((r) => r.version)).toEqual(Array.from({ length: LATEST_VERSION }, (_, i) => i + 1));
     // All four share the tables: one's lease is held for the others.
     const rec = await opened[0]!.acquire('shared', 'h0', 10_000);
-    expect(rec.fencingToken).toBe(1n);
+    expect((await opened[1]!.admin.get('shared'))?.fencingToken).toBe(rec.fencingToken);
     for (const b of opened.slice(1))
       expect(await codeOf(b.acquire('shared', 'h1', 10_000))).toBe('LEASE_HELD');
   });
@@ -98,32 +98,40 @@ describe('schemas', () => {
     const b = await open(newSchema());
     const ra = await a.acquire('same-id', 'ha', 10_000);
     const rb = await b.acquire('same-id', 'hb', 10_000);
-    expect(ra.fencingToken).toBe(1n);
-    expect(rb.fencingToken).toBe(1n);
+    // Each schema holds its own lease (tokens come from the clock, so they differ anyway).
+    expect(await a.admin.get('same-id')).toMatchObject({ holderId: 'ha', fencingToken: ra.fencingToken });
+    expect(await b.admin.get('same-id')).toMatchObject({ holderId: 'hb', fencingToken: rb.fencingToken });
     await a.checkpoint(ra, new Uint8Array([1]), 10_000);
     expect((await b.readCheckpoint(rb)).state).toBeNull();
     expect((await a.admin.list()).items.map((i) => i.holderId)).toEqual(['ha']);
   });
 
   it('continues tokens after a prune', async () => {
-    const b = await open(newSchema());
+    const schema = newSchema();
+    const b = await open(schema);
     let rec = await b.acquire('p', 'h', 10_000);
     await b.checkpoint(rec, new Uint8Array([7]), 10_000);
     await b.release(rec);
+    const first = rec.fencingToken;
     rec = await b.acquire('p', 'h', 10_000);
     await b.release(rec);
-    expect(rec.fencingToken).toBe(2n);
+    expect(rec.fencingToken > first).toBe(true);
     expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
     expect(await b.admin.get('p')).toBeNull();
+    // The tombstone keeps the token: raise the kept token far above the clock, so the next token can
+    // only come from it (+1), not from the clock floor.
+    await admin.query(`UPDATE "${schema}".leases SET token = $1 WHERE work_id = 'p'`, [
+      (rec.fencingToken + 10n ** 12n).toString(),
+    ]);
     const next = await b.acquire('p', 'h2', 10_000);
-    expect(next.fencingToken).toBe(3n);
+    expect(next.fencingToken).toBe(rec.fencingToken + 10n ** 12n + 1n);
     // The checkpoint went with the pruned row; the pruned lease was released, so the handoff is clean.
     expect(await b.readCheckpoint(next)).toEqual({ state: null, cleanHandoff: true });
     expect((await b.admin.get('p'))?.predecessorEnd).toBe('released');
     // Pruning again keeps the newest token.
     await b.release(next);
     expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
-    expect((await b.acquire('p', 'h3', 10_000)).fencingToken).toBe(4n);
+    expect((await b.acquire('p', 'h3', 10_000)).fencingToken).toBe(next.fencingToken + 1n);
   });
 
   it('refuses malformed list and change cursors with INVALID_ARGUMENT', async () => {
@@ -174,8 +182,9 @@ describe('connections', () => {
     }
     expect(outcomes.at(-1)).toBe('OK');
     for (const o of outcomes) expect(['OK', 'BACKEND_UNAVAILABLE']).toContain(o);
+    const token = rec.fencingToken;
     for (let i = 0; i < 5; i++) rec = await b.renew(rec, 30_000);
-    expect(rec.fencingToken).toBe(1n);
+    expect(rec.fencingToken).toBe(token);
     expect(await ourPids(schema)).not.toContain(pids[0]);
   });
 
@@ -207,7 +216,7 @@ describe('connections', () => {
       await blocker.query('ROLLBACK');
       await blocker.end();
     }
-    expect((await b.renew(rec, 30_000)).fencingToken).toBe(1n);
+    expect((await b.renew(rec, 30_000)).fencingToken).toBe(rec.fencingToken);
   });
 
   it('times out a blocked call after callTimeoutMs with BACKEND_UNAVAILABLE', async () => {
@@ -227,7 +236,7 @@ describe('connections', () => {
       await blocker.end();
     }
     // The pool (size 1) is usable again.
-    expect((await b.renew(rec, 30_000)).fencingToken).toBe(1n);
+    expect((await b.renew(rec, 30_000)).fencingToken).toBe(rec.fencingToken);
   });
 
   it('refuses an unreachable server with BACKEND_UNAVAILABLE', async () => {

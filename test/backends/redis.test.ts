@@ -192,14 +192,16 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     const { b, prefix } = await h.open();
     const layout = new Layout(prefix, 32);
     const ids = ['a', 'job/42', 'z🙂', '{tag}x', 'päckchen', 'x'.repeat(512)];
+    const forced = new Map<string, bigint>();
     for (const id of ids) {
       const rec = await b.acquire(id, 'h1', LIVE);
       await b.checkpoint(rec, Uint8Array.of(0, 255, 1), LIVE);
-      await b.admin.forceRelease(id, {
+      const f = await b.admin.forceRelease(id, {
         expectedToken: rec.fencingToken,
         operator: 'op',
         reason: 'layout test',
       });
+      forced.set(id, f.fencingToken);
     }
     if (cluster) {
       await withNode((await masters(url()))[0]!, async (r) => {
@@ -215,7 +217,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     for (const key of all) expect(key.startsWith(`${prefix}:`)).toBe(true);
     // Per key: its type, and that no lease data carries a Redis TTL (expired leases stay visible).
     const id = ids[0]!;
-    const [leases, stateKey, idx, exp, chg, aud] = layout.keysOf(id);
+    const [leases, stateKey, idx, exp, chg, aud, , idKey] = layout.keysOf(id);
     const expected: Record<string, string> = {
       [leases!]: 'hash',
       [stateKey!]: 'string',
@@ -223,6 +225,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
       [exp!]: 'zset',
       [chg!]: 'stream',
       [aud!]: 'stream',
+      [idKey!]: 'string',
       [`${prefix}:meta`]: 'hash',
     };
     const admin = cluster
@@ -235,12 +238,25 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
         expect(await admin.type(key), key).toBe(type);
         expect(await admin.pttl(key), key).toBe(-1);
       }
-      expect(await admin.hgetall(`${prefix}:meta`)).toMatchObject({ layout: '2', buckets: '32' });
+      const meta = await admin.hgetall(`${prefix}:meta`);
+      expect(meta).toMatchObject({
+        layout: '3',
+        buckets: '32',
+        ready: '1',
+        dataset: expect.stringMatching(/^[0-9a-f]{24}$/),
+      });
+      // Every bucket carries the dataset id, in its own slot.
+      for (const key of layout.id) expect(await admin.get(key), key).toBe(meta.dataset);
       // One packed field per lease: the INFO_FIELDS values joined by LF.
       const packed = (await admin.hget(leases!, id))!.split('\n');
       expect(packed).toHaveLength(INFO_FIELDS.length);
       const lease = Object.fromEntries(INFO_FIELDS.map((f, i) => [f, packed[i]]));
-      expect(lease).toMatchObject({ holder: 'h1', token: '2', ended: 'force-released', state_size: '3' });
+      expect(lease).toMatchObject({
+        holder: 'h1',
+        token: String(forced.get(id)),
+        ended: 'force-released',
+        state_size: '3',
+      });
       expect(await admin.getBuffer(stateKey!)).toEqual(Buffer.from([0, 255, 1]));
       expect(await admin.zscore(idx!, id)).toBe('0');
       expect(Number(await admin.zscore(exp!, id))).toBe(Number(lease.expires_at));
@@ -279,7 +295,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
       }
       expect(recovered).toBe('OK');
     }
-    expect((await b.admin.get('killed'))?.fencingToken).toBe(1n);
+    expect((await b.admin.get('killed'))?.fencingToken).toBe(rec.fencingToken);
   });
 
   it('recovers from NOSCRIPT after SCRIPT FLUSH', async () => {
@@ -291,7 +307,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     expect((await b.readCheckpoint(rec)).state).toEqual(Buffer.from([1, 2, 3]));
     await onMasters(url(), (r) => r.script('FLUSH'));
     const other = await b.acquire('flushed-2', 'h2', LIVE);
-    expect(other.fencingToken).toBe(1n);
+    expect((await b.admin.get('flushed-2'))?.fencingToken).toBe(other.fencingToken);
     await b.release(rec);
     expect((await b.admin.get('flushed'))?.ended).toBe('released');
     expect((await b.admin.changes({ cursor: await b.admin.changeCursor() })).gap).toBe(false);
@@ -342,12 +358,19 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     const { b: two, prefix: p2 } = await h.open();
     const r1 = await one.acquire('shared-id', 'h1', LIVE);
     await one.release(r1);
-    expect((await one.acquire('shared-id', 'h1', LIVE)).fencingToken).toBe(2n);
-    expect((await two.acquire('shared-id', 'h2', LIVE)).fencingToken).toBe(1n);
+    const again = await one.acquire('shared-id', 'h1', LIVE);
+    expect(again.fencingToken > r1.fencingToken).toBe(true);
+    const r2 = await two.acquire('shared-id', 'h2', LIVE);
+    expect((await two.admin.get('shared-id'))?.fencingToken).toBe(r2.fencingToken);
+    expect((await two.admin.get('shared-id'))?.version).toBe(1n);
     expect((await one.admin.list()).items.map((i) => [i.workId, i.holderId])).toEqual([['shared-id', 'h1']]);
     expect((await two.admin.list()).items.map((i) => [i.workId, i.holderId])).toEqual([['shared-id', 'h2']]);
     const cursor = await two.admin.changeCursor();
-    await one.admin.forceRelease('shared-id', { expectedToken: 2n, operator: 'op', reason: 'isolation' });
+    await one.admin.forceRelease('shared-id', {
+      expectedToken: again.fencingToken,
+      operator: 'op',
+      reason: 'isolation',
+    });
     expect((await two.admin.changes({ cursor })).changes).toEqual([]);
     expect(await two.admin.audit()).toEqual([]);
     expect(await one.admin.prune({ olderThanMs: 0 })).toBe(1);
@@ -488,7 +511,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
       );
     });
     // The token continues after the prune.
-    expect((await b.acquire('shortened', 'h', LIVE)).fencingToken).toBe(2n);
+    expect((await b.acquire('shortened', 'h', LIVE)).fencingToken > shortened.fencingToken).toBe(true);
   });
 });
 
@@ -567,7 +590,8 @@ describe('a call in flight when its connection is killed', () => {
         // Had the client re-sent the acquire after reconnecting, the item would now be held.
         expect(await within(BOUND_MS, b.admin.get('in-flight'))).toBeNull();
         const rec = await within(BOUND_MS, b.acquire('in-flight', 'h1', LIVE));
-        expect(rec.fencingToken).toBe(1n);
+        // A first acquisition (version 1): the lost call was never applied.
+        expect(await b.admin.get('in-flight')).toMatchObject({ fencingToken: rec.fencingToken, version: 1n });
       } finally {
         await onMasters(url, (r) => r.call('CLIENT', 'UNPAUSE')).catch(() => {});
         await b.close();

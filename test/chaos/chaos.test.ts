@@ -18,13 +18,13 @@ import { type PrivateRedis, startPrivateRedis } from './private-redis.ts';
 const SECONDS = 6;
 const base = { workers: 6, items: 3, seconds: SECONDS, ttlMs: 800, faultEveryMs: 300 };
 
-function expectClean(result: ChaosResult): void {
+function expectClean(result: ChaosResult, privateRedis = false): void {
   console.log(result.line);
   expect(result.report.violations, result.report.violations.map((v) => v.message).join('\n')).toEqual([]);
   // Liveness and coverage, generously: the run did work and every applicable fault happened.
   expect(result.report.calls).toBeGreaterThan(20);
   expect(result.report.increments).toBeGreaterThan(0);
-  for (const fault of applicableFaults(result.kind))
+  for (const fault of applicableFaults(result.kind, privateRedis))
     expect(result.report.faults[fault], fault).toBeGreaterThan(0);
   expect(result.stats.flatMap((s) => s.unexpected)).toEqual([]);
 }
@@ -49,6 +49,22 @@ describe('chaos', () => {
 
   it('redis cluster: no fenced write lands', { timeout: 90_000 }, async () => {
     expectClean(await runChaos({ url: cluster.url, ...base }));
+  });
+
+  it('redis master + replica with restarts without persistence and failovers: no token handed out twice', {
+    timeout: 120_000,
+  }, async () => {
+    const result = await runChaos({
+      url: 'redis://private',
+      privateRedis: true,
+      ...base,
+      seconds: 10,
+      faultEveryMs: 500,
+    });
+    expectClean(result, true);
+    expect(result.report.dataChecks).toBe(false);
+    // The restarts really wiped the data: holders were told, and reopened on the new dataset.
+    expect(result.stats.reduce((n, s) => n + s.datasetLost, 0)).toBeGreaterThan(0);
   });
 
   it('pglite: no fenced write lands (force-release and freeze only)', { timeout: 90_000 }, async () => {

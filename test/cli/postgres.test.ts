@@ -59,7 +59,9 @@ describe('worklease ls', () => {
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^WORK ID\s+STATUS\s+HOLDER\s+TOKEN\s+EXPIRES\s+CHECKPOINT\s+STEP$/);
-    expect(lines.find((l) => l.startsWith('job/json'))).toMatch(/^job\/json\s+live\s+w-json\s+1\s+in \d/);
+    expect(lines.find((l) => l.startsWith('job/json'))).toMatch(
+      new RegExp(`^job/json\\s+live\\s+w-json\\s+${records['job/json']!.fencingToken}\\s+in \\d`),
+    );
     expect(lines.find((l) => l.startsWith('job/released'))).toMatch(/released\s+w-rel/);
     expect(lines.find((l) => l.startsWith('job/short'))).toMatch(/expired\s+w-short/);
     expect(lines.at(-1)).toMatch(/^6 leases \(live 4, expired 1, released 1\); server time \d{4}-/);
@@ -76,7 +78,7 @@ describe('worklease ls', () => {
       workId: 'job/json',
       status: 'live',
       holderId: 'w-json',
-      fencingToken: '1',
+      fencingToken: String(records['job/json']!.fencingToken),
       stepId: 'step-1',
       checkpointSize: 52,
       ended: null,
@@ -118,7 +120,7 @@ describe('worklease show', () => {
     expect(r.stdout).toMatch(/^work id\s+job\/json$/m);
     expect(r.stdout).toMatch(/^status\s+live$/m);
     expect(r.stdout).toMatch(/^holder\s+w-json$/m);
-    expect(r.stdout).toMatch(/^fencing token\s+1$/m);
+    expect(r.stdout).toMatch(new RegExp(`^fencing token\\s+${records['job/json']!.fencingToken}$`, 'm'));
     expect(r.stdout).toMatch(/^step\s+step-1$/m);
     expect(r.stdout).toMatch(/^handoff\s+clean$/m);
     expect(r.stdout).toContain('--- checkpoint (bytes 0-51 of 52, shown as json) ---');
@@ -140,7 +142,7 @@ describe('worklease show', () => {
       lease: { fencingToken: string };
       checkpoint: { size: number; base64: string; decoded: { kind: string; text: string } };
     };
-    expect(body.lease.fencingToken).toBe('1');
+    expect(body.lease.fencingToken).toBe(String(records['job/bin']!.fencingToken));
     expect(body.checkpoint.size).toBe(BINARY.length);
     expect(Buffer.from(body.checkpoint.base64, 'base64')).toEqual(Buffer.from(BINARY));
     expect(body.checkpoint.decoded).toEqual({
@@ -164,7 +166,7 @@ describe('worklease release', () => {
       PG_URL,
       'job/json',
       '--expected-token',
-      '1',
+      String(records['job/json']!.fencingToken),
       '--reason',
       'x',
       '--schema',
@@ -174,7 +176,7 @@ describe('worklease release', () => {
     expect(errorLine(r.stderr)).toMatch(
       /^worklease: INVALID_ARGUMENT: refusing to force-release 'job\/json' without --force/,
     );
-    expect((await backend.admin.get('job/json'))?.fencingToken).toBe(1n);
+    expect((await backend.admin.get('job/json'))?.fencingToken).toBe(records['job/json']!.fencingToken);
   });
 
   it('refuses a stale token with exit 4 and a CONFLICT line', async () => {
@@ -192,7 +194,7 @@ describe('worklease release', () => {
     ]);
     expect(r.code).toBe(4);
     expect(errorLine(r.stderr)).toMatch(/^worklease: CONFLICT: /);
-    expect((await backend.admin.get('job/json'))?.fencingToken).toBe(1n);
+    expect((await backend.admin.get('job/json'))?.fencingToken).toBe(records['job/json']!.fencingToken);
   });
 
   it('force-releases with the right token: the holder is fenced and the audit log names operator and reason', async () => {
@@ -202,7 +204,7 @@ describe('worklease release', () => {
         'job/text',
         '--force',
         '--expected-token',
-        '1',
+        String(records['job/text']!.fencingToken),
         '--reason',
         'stuck since 09:12',
         '--operator',
@@ -213,16 +215,19 @@ describe('worklease release', () => {
       { WORKLEASE_URL: PG_URL },
     );
     expect(r.code).toBe(0);
+    const old = records['job/text']!.fencingToken;
+    const now = (await backend.admin.get('job/text'))!.fencingToken;
+    expect(now > old).toBe(true);
     expect(r.stdout.trim()).toBe(
-      'force-released job/text: token 1 -> 2; holder w-text is fenced out (operator alice, recorded in the audit log)',
+      `force-released job/text: token ${old} -> ${now}; holder w-text is fenced out (operator alice, recorded in the audit log)`,
     );
     await expect(backend.renew(records['job/text']!, 1000)).rejects.toMatchObject({ code: 'FENCED' });
     const [entry] = await backend.admin.audit({ workId: 'job/text' });
     expect(entry).toMatchObject({
       operator: 'alice',
       reason: 'stuck since 09:12',
-      oldToken: 1n,
-      newToken: 2n,
+      oldToken: old,
+      newToken: now,
     });
   });
 });
@@ -264,10 +269,12 @@ describe('worklease watch', () => {
     const watch = start(['watch', PG_URL, '--schema', ns, '--max-interval', '200']);
     try {
       await watch.waitFor(/watching postgres:/, 'stderr');
-      await backend.acquire('job/watched', 'w-watch', 30_000);
+      const watched = await backend.acquire('job/watched', 'w-watch', 30_000);
       const [line] = await watch.waitFor(/^.*job\/watched.*$/m);
       expect(line).toMatch(
-        /^\d{4}-\d\d-\d\dT[\d:.]+Z {2}job\/watched {2}acquired {2}holder=w-watch {2}token=1$/,
+        new RegExp(
+          `^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z {2}job/watched {2}acquired {2}holder=w-watch {2}token=${watched.fencingToken}$`,
+        ),
       );
     } finally {
       expect(await watch.stop()).toBe(0);

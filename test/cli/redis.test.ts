@@ -13,14 +13,16 @@ vi.setConfig({ testTimeout: 90_000 });
 const target = { kind: 'redis' as const, url: REDIS_URL };
 const ns = uniqueNamespace('cli');
 let backend: LeaseBackend;
+const tokens: Record<string, bigint> = {};
 
 beforeAll(async () => {
   const migrated = await run(['migrate', REDIS_URL, '--key-prefix', ns]);
   expect(migrated).toMatchObject({ code: 0, stderr: '' });
   backend = await openBackend(REDIS_URL, { keyPrefix: ns, migrate: false });
   const r = await backend.acquire('blob/1', 'w-1', 60_000);
+  tokens['blob/1'] = r.fencingToken;
   await backend.checkpoint(r, new Uint8Array([0, 1, 2, 0xfe, 0xff]), 60_000);
-  await backend.acquire('job/2', 'w-2', 60_000);
+  tokens['job/2'] = (await backend.acquire('job/2', 'w-2', 60_000)).fencingToken;
 });
 
 afterAll(async () => {
@@ -38,8 +40,8 @@ describe('worklease on Redis', () => {
       checkpointSize: number | null;
     }>;
     expect(rows.map((x) => [x.workId, x.fencingToken, x.checkpointSize])).toEqual([
-      ['blob/1', '1', 5],
-      ['job/2', '1', null],
+      ['blob/1', String(tokens['blob/1']), 5],
+      ['job/2', String(tokens['job/2']), null],
     ]);
   });
 
@@ -52,16 +54,14 @@ describe('worklease on Redis', () => {
 
   it('refuses a stale token (exit 4), then force-releases with the right one (exit 0)', async () => {
     const base = ['release', REDIS_URL, 'job/2', '--force', '--reason', 'test', '--key-prefix', ns];
-    const stale = await run([...base, '--expected-token', '5']);
+    const stale = await run([...base, '--expected-token', String(tokens['job/2']! - 1n)]);
     expect(stale.code).toBe(4);
     expect(stale.stderr).toMatch(/^worklease: CONFLICT: .*\n$/);
-    const ok = await run([...base, '--expected-token', '1', '--json']);
+    const ok = await run([...base, '--expected-token', String(tokens['job/2']), '--json']);
     expect(ok.code).toBe(0);
-    expect(JSON.parse(ok.stdout)).toMatchObject({
-      workId: 'job/2',
-      status: 'force-released',
-      fencingToken: '2',
-    });
+    const released = JSON.parse(ok.stdout) as { workId: string; status: string; fencingToken: string };
+    expect(released).toMatchObject({ workId: 'job/2', status: 'force-released' });
+    expect(BigInt(released.fencingToken) > tokens['job/2']!).toBe(true);
   });
 
   it('exits 5 quickly when Redis is unreachable', async () => {

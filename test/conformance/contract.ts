@@ -34,6 +34,7 @@ import {
 } from '../../src/index.ts';
 import { allTargets, type BackendTarget, openIsolated, uniqueNamespace } from '../support/backends.ts';
 import { dropConnections, dropNamespace, hasServerConnections } from '../support/faults.ts';
+import { tokenSeeder } from '../support/tokens.ts';
 
 /** Long enough that a lease cannot run out during a case. */
 const LIVE = 30_000;
@@ -110,6 +111,19 @@ function expectIncreasing(points: { fencingToken: bigint; version: bigint }[]): 
   }
 }
 
+/**
+ * The token rule (DESIGN §2, docs/durability.md): a new token is above the previous one (when there
+ * is one) and not below the server clock in µs at the call (`before` = serverTime() read just before
+ * it; PGlite's clock has ms resolution, hence the whole-ms floor).
+ */
+function expectNextToken(token: bigint, previous: bigint | null, before: Date): void {
+  if (previous !== null) expect(token > previous, `token ${token} must exceed ${previous}`).toBe(true);
+  expect(
+    token >= BigInt(before.getTime()) * 1000n,
+    `token ${token} must not be below the server clock in µs (${before.getTime()} ms)`,
+  ).toBe(true);
+}
+
 function samePoint(
   a: { fencingToken: bigint; version: bigint },
   b: { fencingToken: bigint; version: bigint },
@@ -181,18 +195,22 @@ export function defineConformance(target: BackendTarget): void {
     });
 
     describe('acquire', () => {
-      it('on a fresh work item: token 1, clean handoff, no state', async () => {
+      it('on a fresh work item: a token from the server clock, clean handoff, no state', async () => {
         const w = wid('fresh');
+        const t0 = await b.admin.serverTime();
         const rec = await b.acquire(w, 'h1', LIVE);
+        const t1 = await b.admin.serverTime();
         expect(rec.workId).toBe(w);
         expect(rec.holderId).toBe('h1');
-        expect(rec.fencingToken).toBe(1n);
+        expectNextToken(rec.fencingToken, null, t0);
+        // The clock floor, not more: below the server time in µs after the call (+1 ms of resolution).
+        expect(rec.fencingToken <= (BigInt(t1.getTime()) + 1n) * 1000n).toBe(true);
         expect(rec.expiresAt).toBeInstanceOf(Date);
         expect(await b.readCheckpoint(rec)).toEqual({ state: null, cleanHandoff: true });
         expect(await info(w)).toMatchObject({
           workId: w,
           holderId: 'h1',
-          fencingToken: 1n,
+          fencingToken: rec.fencingToken,
           cleanHandoff: true,
           predecessorEnd: 'none',
           ended: null,
@@ -215,7 +233,7 @@ export function defineConformance(target: BackendTarget): void {
 
         const uni = `${wid('uni')}-zé-日本-🙂-{tag}:x%_*?[\\`;
         const rec2 = await b.acquire(uni, 'hölder-🙂', LIVE);
-        expect(rec2).toMatchObject({ workId: uni, holderId: 'hölder-🙂', fencingToken: 1n });
+        expect(rec2).toMatchObject({ workId: uni, holderId: 'hölder-🙂' });
         expect(await info(uni)).toMatchObject({ workId: uni, holderId: 'hölder-🙂' });
       });
 
@@ -238,17 +256,18 @@ export function defineConformance(target: BackendTarget): void {
         expect((await info(w)).expiresAt.getTime()).toBe(rec.expiresAt.getTime());
       });
 
-      it('after expiry: token + 1, a takeover (not clean), and the previous checkpoint is kept', async () => {
+      it('after expiry: a higher token, a takeover (not clean), and the previous checkpoint is kept', async () => {
         const w = wid('takeover');
-        await expiredLease(w, 'h1', bytes(1, 2, 3));
+        const r1 = await expiredLease(w, 'h1', bytes(1, 2, 3));
+        const t0 = await b.admin.serverTime();
         const rec = await b.acquire(w, 'h2', LIVE);
-        expect(rec.fencingToken).toBe(2n);
+        expectNextToken(rec.fencingToken, r1.fencingToken, t0);
         const read = await b.readCheckpoint(rec);
         expect(read.cleanHandoff).toBe(false);
         expect(Array.from(read.state ?? [])).toEqual([1, 2, 3]);
         expect(await info(w)).toMatchObject({
           holderId: 'h2',
-          fencingToken: 2n,
+          fencingToken: rec.fencingToken,
           cleanHandoff: false,
           predecessorEnd: 'expired',
           ended: null,
@@ -258,19 +277,19 @@ export function defineConformance(target: BackendTarget): void {
 
       it('after expiry the same holder may take its own lease back, as a takeover', async () => {
         const w = wid('self-takeover');
-        await expiredLease(w, 'h1');
+        const r1 = await expiredLease(w, 'h1');
         const rec = await b.acquire(w, 'h1', LIVE);
-        expect(rec.fencingToken).toBe(2n);
+        expect(rec.fencingToken > r1.fencingToken).toBe(true);
         expect((await b.readCheckpoint(rec)).cleanHandoff).toBe(false);
       });
 
-      it('after release: token + 1, a clean handoff, and the checkpoint is kept', async () => {
+      it('after release: a higher token, a clean handoff, and the checkpoint is kept', async () => {
         const w = wid('handoff');
         const r1 = await b.acquire(w, 'h1', LIVE);
         await b.checkpoint(r1, bytes(9, 8, 7), LIVE);
         await b.release(r1);
         const r2 = await b.acquire(w, 'h2', LIVE);
-        expect(r2.fencingToken).toBe(2n);
+        expect(r2.fencingToken > r1.fencingToken).toBe(true);
         const read = await b.readCheckpoint(r2);
         expect(read.cleanHandoff).toBe(true);
         expect(Array.from(read.state ?? [])).toEqual([9, 8, 7]);
@@ -282,7 +301,7 @@ export function defineConformance(target: BackendTarget): void {
         });
       });
 
-      it('tokens increase by one and never repeat across acquire, release, expiry, force-release and prune', async () => {
+      it('tokens strictly increase and never repeat across acquire, release, expiry, force-release and prune', async () => {
         const w = wid('tokens');
         const wLive = wid('tokens-live');
         const wExpired = wid('tokens-expired');
@@ -307,10 +326,10 @@ export function defineConformance(target: BackendTarget): void {
         seen.push(r5.fencingToken);
         await b.checkpoint(r5, bytes(5), LIVE);
         await b.release(r5);
-        expect(seen).toEqual([1n, 2n, 3n, 4n, 5n]);
+        for (let i = 1; i < seen.length; i++) expect(seen[i]! > seen[i - 1]!, `${seen}`).toBe(true);
 
         const live = await b.acquire(wLive, 'e', LIVE);
-        await expiredLease(wExpired, 'x');
+        const expiredRec = await expiredLease(wExpired, 'x');
         await sleep(20);
         const pruned = await b.admin.prune({ olderThanMs: 0 });
         expect(pruned).toBeGreaterThanOrEqual(2);
@@ -325,10 +344,104 @@ export function defineConformance(target: BackendTarget): void {
         });
 
         const r6 = await b.acquire(w, 'f', LIVE);
-        expect(r6.fencingToken).toBe(6n);
+        expect(r6.fencingToken > seen[seen.length - 1]!).toBe(true);
         // The checkpoint went with the pruned item.
         expect((await b.readCheckpoint(r6)).state).toBeNull();
-        expect((await b.acquire(wExpired, 'y', LIVE)).fencingToken).toBe(2n);
+        // The tombstone keeps the last token: the next one is above it, and not from the clock alone.
+        const t0 = await b.admin.serverTime();
+        expectNextToken((await b.acquire(wExpired, 'y', LIVE)).fencingToken, expiredRec.fencingToken, t0);
+      });
+    });
+
+    describe('tokens beyond what the API hands out', () => {
+      it('stay exact integers across 2^53: acquire, force-release, fencing, audit and the change feed', {
+        timeout: 60_000,
+      }, async () => {
+        const seeder = await tokenSeeder(target);
+        try {
+          const w = wid('big');
+          const base = 2n ** 53n - 2n;
+          const r0 = await seeder.backend.acquire(w, 'h0', LIVE);
+          await seeder.backend.release(r0);
+          await seeder.set(w, base);
+          let sb = seeder.backend;
+          const cursor = await sb.admin.changeCursor();
+
+          const r1 = await sb.acquire(w, 'h1', LIVE);
+          expect(r1.fencingToken).toBe(base + 1n); // 2^53 - 1: the last double-exact integer
+          await sb.checkpoint(r1, bytes(1), LIVE);
+          expect((await sb.renew(r1, LIVE)).fencingToken).toBe(base + 1n);
+          expect(Array.from((await sb.readCheckpoint(r1)).state ?? [])).toEqual([1]);
+          await sb.release(r1);
+          const r2 = await sb.acquire(w, 'h2', LIVE);
+          expect(r2.fencingToken).toBe(2n ** 53n);
+          const forced = await sb.admin.forceRelease(w, {
+            expectedToken: 2n ** 53n,
+            operator: 'op',
+            reason: 'boundary',
+          });
+          expect(forced.fencingToken).toBe(2n ** 53n + 1n); // not representable as a double
+          const r3 = await sb.acquire(w, 'h3', LIVE);
+          expect(r3.fencingToken).toBe(2n ** 53n + 2n);
+          // Tokens one apart must not compare equal: the stale ones are fenced, the live one is not.
+          for (const stale of [
+            r2,
+            { ...r3, fencingToken: 2n ** 53n + 1n },
+            { ...r3, fencingToken: 2n ** 53n + 3n },
+          ]) {
+            await expectError(() => sb.renew(stale, LIVE), FencedError, ErrorCode.FENCED);
+            await expectError(() => sb.checkpoint(stale, bytes(9), LIVE), FencedError, ErrorCode.FENCED);
+          }
+          await sb.checkpoint(r3, bytes(3), LIVE);
+          expect(await sb.admin.get(w)).toMatchObject({ fencingToken: 2n ** 53n + 2n, checkpointSize: 1 });
+          expect(await sb.admin.readState(w)).toMatchObject({ fencingToken: 2n ** 53n + 2n });
+          const [entry] = await sb.admin.audit({ workId: w });
+          expect(entry).toMatchObject({ oldToken: 2n ** 53n, newToken: 2n ** 53n + 1n });
+          const batch = await sb.admin.changes({ cursor, limit: 1000 });
+          const mine = batch.changes.filter((c) => c.workId === w);
+          expect(mine.length).toBeGreaterThan(0);
+          expect(mine[mine.length - 1]!.fencingToken).toBe(2n ** 53n + 2n);
+
+          // Near the top of the range the +1 still holds exactly (PostgreSQL bigint ends at 2^63 - 1).
+          await sb.release(r3);
+          await seeder.set(w, 2n ** 62n);
+          sb = seeder.backend;
+          expect((await sb.acquire(w, 'h4', LIVE)).fencingToken).toBe(2n ** 62n + 1n);
+        } finally {
+          await seeder.close();
+        }
+      });
+
+      it('after the backend lost its latest writes, a new token is still above every token handed out', {
+        timeout: 60_000,
+      }, async () => {
+        // What a restored backup or a promoted asynchronous replica looks like to the next call: the
+        // stored token is back where it was, or the work item is gone. The clock floor (token rule)
+        // puts the next token above the lost ones (docs/durability.md).
+        const seeder = await tokenSeeder(target);
+        try {
+          const w = wid('lost');
+          const gone = wid('lost-item');
+          const r1 = await seeder.backend.acquire(w, 'h1', LIVE);
+          await seeder.backend.release(r1);
+          const r2 = await seeder.backend.acquire(w, 'h2', LIVE);
+          const g1 = await seeder.backend.acquire(gone, 'g', LIVE);
+          await seeder.set(w, r1.fencingToken); // the write that handed out r2 was lost
+          await seeder.set(gone, null); // the whole item was lost
+          const sb = seeder.backend;
+          // Only the stored token went back; let the lost lease run out as well.
+          await sb.admin
+            .forceRelease(w, { expectedToken: r1.fencingToken, operator: 'op', reason: 'lost' })
+            .then((f) => expect(f.fencingToken > r2.fencingToken).toBe(true));
+          const r3 = await sb.acquire(w, 'h3', LIVE);
+          expect(r3.fencingToken > r2.fencingToken, `${r3.fencingToken} after ${r2.fencingToken}`).toBe(true);
+          const g2 = await sb.acquire(gone, 'g2', LIVE);
+          expect(g2.fencingToken > g1.fencingToken, `${g2.fencingToken} after ${g1.fencingToken}`).toBe(true);
+          // The holder of the lost lease is fenced by the new token.
+          await expectError(() => sb.renew(r2, LIVE), FencedError, ErrorCode.FENCED);
+        } finally {
+          await seeder.close();
+        }
       });
     });
 
@@ -430,7 +543,7 @@ export function defineConformance(target: BackendTarget): void {
         await expectError(() => b.renew(r1, LIVE), LeaseExpiredError, ErrorCode.LEASE_EXPIRED);
         expect(await info(w)).toEqual(before);
         const r2 = await b.acquire(w, 'h2', LIVE);
-        expect(r2.fencingToken).toBe(2n);
+        expect(r2.fencingToken > r1.fencingToken).toBe(true);
       });
     });
 
@@ -445,7 +558,7 @@ export function defineConformance(target: BackendTarget): void {
         expect(stored.releasedAt).toBeInstanceOf(Date);
         expect(stored.expiresAt.getTime()).toBeLessThan(now.getTime());
         const r2 = await b.acquire(w, 'h2', LIVE);
-        expect(r2.fencingToken).toBe(2n);
+        expect(r2.fencingToken > r1.fencingToken).toBe(true);
         expect(await b.readCheckpoint(r2)).toEqual({ state: null, cleanHandoff: true });
       });
 
@@ -530,7 +643,7 @@ export function defineConformance(target: BackendTarget): void {
         expect(afterAcquire).toEqual({
           workId: w,
           holderId: 'h1',
-          fencingToken: 1n,
+          fencingToken: r1.fencingToken,
           expiresAt: r1.expiresAt,
           ttlMs: 5_000,
           stepId: 'step-1',
@@ -577,7 +690,7 @@ export function defineConformance(target: BackendTarget): void {
         const afterRelease = await info(w);
         expect(afterRelease).toMatchObject({
           holderId: 'h1',
-          fencingToken: 1n,
+          fencingToken: r1.fencingToken,
           ended: 'released',
           checkpointSize: 3,
         });
@@ -592,7 +705,7 @@ export function defineConformance(target: BackendTarget): void {
         const afterReacquire = await info(w);
         expect(afterReacquire).toMatchObject({
           holderId: 'h2',
-          fencingToken: 2n,
+          fencingToken: r3.fencingToken,
           expiresAt: r3.expiresAt,
           ttlMs: LIVE,
           stepId: null,
@@ -607,7 +720,7 @@ export function defineConformance(target: BackendTarget): void {
         });
 
         const afterForce = await b.admin.forceRelease(w, {
-          expectedToken: 2n,
+          expectedToken: r3.fencingToken,
           operator: 'op',
           reason: 'test',
         });
@@ -635,7 +748,12 @@ export function defineConformance(target: BackendTarget): void {
         const plain = Array.from({ length: 23 }, (_, i) => `${base}i${String(i).padStart(3, '0')}`);
         const odd = ['z-a', 'z_a', 'zA', 'z:é', 'z🙂', 'z{tag}x', 'z~', 'Z'].map((s) => base + s);
         const ids = [...plain, ...odd];
-        await Promise.all(ids.map((id) => b.acquire(id, 'lister', LIVE)));
+        const tokens = new Map(
+          (await Promise.all(ids.map((id) => b.acquire(id, 'lister', LIVE)))).map((r) => [
+            r.workId,
+            r.fencingToken,
+          ]),
+        );
         await b.acquire(`${wid('listx')}/outside`, 'lister', LIVE);
 
         for (const limit of [1, 4, 10_000]) {
@@ -649,7 +767,7 @@ export function defineConformance(target: BackendTarget): void {
             });
             expect(res.items.length).toBeLessThanOrEqual(limit);
             for (const item of res.items) {
-              expect(item).toMatchObject({ holderId: 'lister', fencingToken: 1n });
+              expect(item).toMatchObject({ holderId: 'lister', fencingToken: tokens.get(item.workId) });
               seen.push(item.workId);
             }
             cursor = res.nextCursor;
@@ -762,7 +880,7 @@ export function defineConformance(target: BackendTarget): void {
         await b.checkpoint(r1, bytes(3, 1), LIVE);
         const t0 = (await b.admin.serverTime()).getTime();
         const forced = await b.admin.forceRelease(w, {
-          expectedToken: 1n,
+          expectedToken: r1.fencingToken,
           operator: 'alice',
           reason: 'stuck — node 7 is gone',
         });
@@ -770,9 +888,9 @@ export function defineConformance(target: BackendTarget): void {
         expect(forced).toMatchObject({
           workId: w,
           holderId: 'h1',
-          fencingToken: 2n,
           ended: 'force-released',
         });
+        expectNextToken(forced.fencingToken, r1.fencingToken, new Date(t0));
         expect(forced.expiresAt.getTime()).toBeLessThanOrEqual(t1);
         expect(await info(w)).toEqual(forced);
 
@@ -783,7 +901,7 @@ export function defineConformance(target: BackendTarget): void {
         expect(await info(w)).toEqual(forced);
 
         const r2 = await b.acquire(w, 'h2', LIVE);
-        expect(r2.fencingToken).toBe(3n);
+        expect(r2.fencingToken > forced.fencingToken).toBe(true);
         const read = await b.readCheckpoint(r2);
         expect(read.cleanHandoff).toBe(false);
         expect(Array.from(read.state!)).toEqual([3, 1]);
@@ -804,19 +922,23 @@ export function defineConformance(target: BackendTarget): void {
           operator: 'alice',
           reason: 'stuck — node 7 is gone',
           oldHolderId: 'h1',
-          oldToken: 1n,
-          newToken: 2n,
+          oldToken: r1.fencingToken,
+          newToken: forced.fencingToken,
         });
         expect(entry.id.length).toBeGreaterThan(0);
         expect(entry.at.getTime()).toBeGreaterThanOrEqual(t0 - 1_000);
         expect(entry.at.getTime()).toBeLessThanOrEqual(t1 + 1_000);
 
         // A second force-release: audit lists newest first, and the unfiltered audit holds both.
-        await b.admin.forceRelease(w, { expectedToken: 3n, operator: 'bob', reason: 'again' });
+        const forced2 = await b.admin.forceRelease(w, {
+          expectedToken: r2.fencingToken,
+          operator: 'bob',
+          reason: 'again',
+        });
         const both = await b.admin.audit({ workId: w });
         expect(both.map((e) => [e.operator, e.oldHolderId, e.oldToken, e.newToken])).toEqual([
-          ['bob', 'h2', 3n, 4n],
-          ['alice', 'h1', 1n, 2n],
+          ['bob', 'h2', r2.fencingToken, forced2.fencingToken],
+          ['alice', 'h1', r1.fencingToken, forced.fencingToken],
         ]);
         expect(new Set(both.map((e) => e.id)).size).toBe(2);
         const everything = await b.admin.audit({ limit: 1000 });
@@ -830,7 +952,7 @@ export function defineConformance(target: BackendTarget): void {
         await b.release(r1);
         const r2 = await b.acquire(w, 'h2', LIVE);
         const before = await info(w);
-        for (const expectedToken of [1n, 99n]) {
+        for (const expectedToken of [r1.fencingToken, r2.fencingToken + 99n]) {
           await expectError(
             () => b.admin.forceRelease(w, { expectedToken, operator: 'op', reason: 'stale view' }),
             ConflictError,
@@ -840,7 +962,7 @@ export function defineConformance(target: BackendTarget): void {
         expect(await info(w)).toEqual(before);
         expect(await b.admin.audit({ workId: w })).toEqual([]);
         // The holder was not fenced.
-        expect((await b.renew(r2, LIVE)).fencingToken).toBe(2n);
+        expect((await b.renew(r2, LIVE)).fencingToken).toBe(r2.fencingToken);
       });
 
       it('forceRelease of an unknown work id is NOT_FOUND and writes nothing', async () => {
@@ -868,12 +990,12 @@ export function defineConformance(target: BackendTarget): void {
         expect(await b.admin.readState(w)).toBeNull();
         const rec = await b.acquire(w, 'h1', LIVE);
         const none = await b.admin.readState(w);
-        expect(none).toMatchObject({ fencingToken: 1n, size: null });
+        expect(none).toMatchObject({ fencingToken: rec.fencingToken, size: null });
         expect(none!.bytes.byteLength).toBe(0);
         const payload = Uint8Array.from({ length: 300 }, (_, i) => (i * 7) & 0xff);
         await b.checkpoint(rec, payload, LIVE);
         const whole = await b.admin.readState(w);
-        expect(whole).toMatchObject({ fencingToken: 1n, size: 300, offset: 0 });
+        expect(whole).toMatchObject({ fencingToken: rec.fencingToken, size: 300, offset: 0 });
         expect(Array.from(whole!.bytes)).toEqual(Array.from(payload));
         const parts: number[] = [];
         for (let offset = 0; offset < 300; offset += 128) {
@@ -1208,8 +1330,10 @@ export function defineConformance(target: BackendTarget): void {
           }
         }
         const winner = (winners[0] as PromiseFulfilledResult<LeaseRecord>).value;
-        expect(winner.fencingToken).toBe(1n);
-        expect(await info(workId)).toMatchObject({ holderId: winner.holderId, fencingToken: 1n });
+        expect(await info(workId)).toMatchObject({
+          holderId: winner.holderId,
+          fencingToken: winner.fencingToken,
+        });
       }
 
       it('16 concurrent acquires of one fresh item: exactly one wins, the rest are LEASE_HELD', async () => {
@@ -1230,15 +1354,22 @@ export function defineConformance(target: BackendTarget): void {
         await b.checkpoint(r1, bytes(1), LIVE);
         await b.release(r1);
         const r1b = await b.acquire(w, 'h1b', LIVE);
-        expect(r1b.fencingToken).toBe(2n);
+        expect(r1b.fencingToken > r1.fencingToken).toBe(true);
         expect(await other.admin.get(w)).toBeNull();
 
         const r2 = await other.acquire(w, 'h2', LIVE);
-        expect(r2.fencingToken).toBe(1n);
         expect(await other.readCheckpoint(r2)).toEqual({ state: null, cleanHandoff: true });
         await other.checkpoint(r2, bytes(2), LIVE);
-        expect(await info(w)).toMatchObject({ holderId: 'h1b', fencingToken: 2n, checkpointSize: 1 });
-        expect(await info(w, other)).toMatchObject({ holderId: 'h2', fencingToken: 1n, checkpointSize: 1 });
+        expect(await info(w)).toMatchObject({
+          holderId: 'h1b',
+          fencingToken: r1b.fencingToken,
+          checkpointSize: 1,
+        });
+        expect(await info(w, other)).toMatchObject({
+          holderId: 'h2',
+          fencingToken: r2.fencingToken,
+          checkpointSize: 1,
+        });
         expect(Array.from((await b.readCheckpoint(r1b)).state!)).toEqual([1]);
         const listed = await other.admin.list({ workIdPrefix: 'iso-' });
         expect(listed.items.map((i) => i.workId)).toEqual([w]);
@@ -1289,6 +1420,7 @@ export function defineConformance(target: BackendTarget): void {
         const w2 = wid('fault-acquire');
         expect(await dropConnections(target, ns)).toBeGreaterThan(0);
         const acquired = await settle('acquire', () => fb.acquire(w2, 'h2', LIVE));
+        let w2Token: bigint | undefined;
         if (acquired instanceof WorkleaseError) {
           const retry = await within(
             LIVENESS_MS,
@@ -1300,14 +1432,14 @@ export function defineConformance(target: BackendTarget): void {
           );
           // Held by h2 itself when the first attempt did reach the server.
           if (retry instanceof Error) expect(summarize(retry)).toMatchObject({ code: ErrorCode.LEASE_HELD });
-          else expect(retry).toMatchObject({ fencingToken: 1n });
+          else w2Token = (retry as LeaseRecord).fencingToken;
         } else {
-          expect(acquired.fencingToken).toBe(1n);
+          w2Token = acquired.fencingToken;
         }
-        expect(await within(LIVENESS_MS, 'get', fb.admin.get(w2))).toMatchObject({
-          holderId: 'h2',
-          fencingToken: 1n,
-        });
+        // Acquired once: version 1 (a second acquisition would have bumped it), with the token handed out.
+        const got = await within(LIVENESS_MS, 'get', fb.admin.get(w2));
+        expect(got).toMatchObject({ holderId: 'h2', predecessorEnd: 'none', version: 1n });
+        if (w2Token !== undefined) expect(got?.fencingToken).toBe(w2Token);
 
         expect(await dropConnections(target, ns)).toBeGreaterThan(0);
         const read = await settle('readCheckpoint', () => fb.readCheckpoint(rec));
@@ -1318,7 +1450,7 @@ export function defineConformance(target: BackendTarget): void {
         });
         expect(await within(LIVENESS_MS, 'get after recovery', fb.admin.get(w))).toMatchObject({
           holderId: 'h1',
-          fencingToken: 1n,
+          fencingToken: rec.fencingToken,
           ended: null,
         });
       });

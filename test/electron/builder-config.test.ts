@@ -84,7 +84,7 @@ describe('electron-builder configuration', () => {
     for (const set of sets) if (typeof set !== 'string') expect(set.from ?? '.').toBe('.');
     const patterns = sets.flatMap((set) => (typeof set === 'string' ? [set] : (set.filter ?? [])));
     const included = patterns.filter((p) => !p.startsWith('!'));
-    expect(included.sort()).toEqual(['dist/**', 'package.json']);
+    expect(included.sort()).toEqual(['dist/electron/**', 'dist/renderer/**', 'package.json']);
     expect(patterns).toContain('!node_modules/**');
     expect(config.extraMetadata?.main).toBe('dist/electron/main.cjs');
     expect(existsSync(path.join(ROOT, 'electron', 'main.ts'))).toBe(true);

@@ -10,7 +10,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { ConsoleEvent, ResponseEnvelope } from '../../src/console/api.ts';
 import { dispatch } from '../../src/console/dispatch.ts';
 import { type ConsoleService, createConsoleService } from '../../src/console/service.ts';
-import { APP_ENTRY_URL, isAppUrl } from '../../src/console/window-policy.ts';
 import { CALL_CHANNEL, EVENT_CHANNEL } from '../../src/electron-common/channels.ts';
 import {
   createEventForwarder,
@@ -20,6 +19,7 @@ import {
   registerIpcMainHandler,
 } from '../../src/electron-common/ipc-main.ts';
 import { createPreloadApi, type IpcRendererLike } from '../../src/electron-common/preload-api.ts';
+import { APP_ENTRY_URL, isAppUrl } from '../../src/electron-common/window-policy.ts';
 
 type Handler = (event: InvokeEventLike, ...args: unknown[]) => unknown;
 

@@ -7,12 +7,13 @@ import {
   isAppUrl,
   isNavigationAllowed,
   isPermissionAllowed,
+  isPermissionCheckAllowed,
   isRequestAllowed,
   resolveAppAsset,
   SECURITY_HEADERS,
   WEB_PREFERENCES,
   windowOpenPolicy,
-} from '../../src/console/window-policy.ts';
+} from '../../src/electron-common/window-policy.ts';
 
 function directives(csp: string): Map<string, string[]> {
   return new Map(
@@ -123,6 +124,27 @@ describe('window policy: navigation, windows, requests, permissions', () => {
       'serial',
     ]) {
       expect(isPermissionAllowed(p), p).toBe(false);
+    }
+  });
+
+  it('grants the notification check for the origin Electron passes, trailing slash included', () => {
+    // setPermissionCheckHandler's requestingOrigin is the origin's URL spec: `app://console/`.
+    // Comparing it as a string with APP_ORIGIN (no slash) denied notifications for good.
+    expect(isPermissionCheckAllowed('notifications', 'app://console/')).toBe(true);
+    expect(isPermissionCheckAllowed('notifications', 'app://console')).toBe(true);
+    expect(isPermissionCheckAllowed('media', 'app://console/')).toBe(false);
+    for (const origin of [
+      'app://console/index.html',
+      'app://console/?x=1',
+      'app://console:8080/',
+      'app://user@console/',
+      'app://console.evil/',
+      'https://console/',
+      'file:///',
+      'null',
+      '',
+    ]) {
+      expect(isPermissionCheckAllowed('notifications', origin), origin).toBe(false);
     }
   });
 

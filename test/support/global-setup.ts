@@ -6,6 +6,7 @@
 import net from 'node:net';
 import type {} from 'vitest';
 import type { TestProject } from 'vitest/node';
+import { ensureRenderer } from '../../scripts/renderer-build.ts';
 import { startRedisCluster } from './redis-cluster.ts';
 
 declare module 'vitest' {
@@ -43,7 +44,9 @@ export async function requireServers(): Promise<void> {
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   await requireServers();
-  const cluster = await startRedisCluster(3);
+  // `worklease serve` serves dist/renderer and, in a fresh checkout, builds it on first use (about
+  // 10 s): built here once, so the CLI tests that start the console do not race to build it.
+  const [cluster] = await Promise.all([startRedisCluster(3), ensureRenderer()]);
   project.provide('redisClusterUrl', cluster.url);
   return () => cluster.stop();
 }

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { PGlite, types } from '@electric-sql/pglite';
 import { InvalidArgumentError } from '../../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
-import { createBackend, type LeaseDriver, resolveOptions } from '../common.ts';
+import { checkDurability, createBackend, type LeaseDriver, resolveOptions } from '../common.ts';
 import type { Row, SqlClient, SqlQuery, Statement, TextRow } from '../sql/client.ts';
 import { openSqlDriver } from '../sql/driver.ts';
 import { classifySqlError } from '../sql/errors.ts';
@@ -161,6 +161,7 @@ export async function openPglite(url: string, options: OpenOptions = {}): Promis
   const { redacted } = parseBackendUrl(url);
   const { dataDir } = pgliteLocation(url);
   const o = resolveOptions(options);
+  checkDurability('pglite', o.durability);
   if (dataDir !== null) await mkdir(dataDir, { recursive: true });
   let db: PGlite;
   try {

@@ -11,7 +11,7 @@
 import pg from 'pg';
 import { BackendUnavailableError, InvalidArgumentError } from '../../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
-import { createBackend, type LeaseDriver, resolveOptions } from '../common.ts';
+import { checkDurability, createBackend, type LeaseDriver, resolveOptions } from '../common.ts';
 import type { Row, SqlClient, SqlQuery, Statement, TextRow } from '../sql/client.ts';
 import { openSqlDriver } from '../sql/driver.ts';
 import { classifySqlError, isConnectionError } from '../sql/errors.ts';
@@ -213,6 +213,10 @@ export async function openPostgres(url: string, options: OpenOptions = {}): Prom
   const { kind, redacted } = parseBackendUrl(url);
   if (kind !== 'postgres') throw new InvalidArgumentError(`not a PostgreSQL URL: ${redacted}`);
   const o = resolveOptions(options);
+  checkDurability('postgres', o.durability);
+  // synchronous_commit is a session setting: every pooled connection starts with it (docs/durability.md).
+  const sync =
+    o.durability.synchronousCommit === null ? '' : ` -c synchronous_commit=${o.durability.synchronousCommit}`;
   const connection = {
     connectionString: url,
     application_name: applicationName(o.schema),
@@ -229,7 +233,7 @@ export async function openPostgres(url: string, options: OpenOptions = {}): Prom
     // the right one. Left to 'auto', Postgres keeps re-planning the CTE-shaped
     // statements (custom plans), which measured at about half the throughput
     // (64 calls in flight: renew at 0.48x a raw upsert with custom plans, 0.92x generic).
-    options: '-c plan_cache_mode=force_generic_plan',
+    options: `-c plan_cache_mode=force_generic_plan${sync}`,
     idleTimeoutMillis: 30_000,
   });
   // Idle connections that die (server restart, pg_terminate_backend) are

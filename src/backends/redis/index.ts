@@ -17,15 +17,17 @@
  *   only when an entry after the cursor was trimmed (scripts.ts, STREAM_INFO).
  * - `audit` without a work id merges the buckets' audit streams by time.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { Command, type Redis } from 'ioredis';
 import {
   BackendUnavailableError,
   ConflictError,
+  DatasetLostError,
   FencedError,
   InternalError,
   LeaseExpiredError,
   LeaseHeldError,
+  NotDurableError,
   NotFoundError,
   SchemaMismatchError,
 } from '../../lease/errors.ts';
@@ -43,6 +45,7 @@ import type {
   StatePage,
 } from '../../lease/types.ts';
 import {
+  checkDurability,
   createBackend,
   type DriverListOptions,
   type LeaseDriver,
@@ -67,6 +70,7 @@ import {
   encodeListCursor,
   LAYOUT_VERSION,
   Layout,
+  UPGRADABLE_LAYOUT,
 } from './layout.ts';
 import type { ScriptDef } from './scripts.ts';
 import * as lua from './scripts.ts';
@@ -96,6 +100,7 @@ const S: Record<string, Script> & {
   changesRead: script(lua.changesRead),
   streamHead: script(lua.streamHead),
   migrate: script(lua.migrate),
+  markReady: script(lua.markReady),
 };
 
 /**
@@ -116,8 +121,14 @@ class TrackedCommand extends Command {
     args: Arg[],
     buffers: boolean,
     readonly deadline: number,
+    /** A keyless command (WAIT) goes to the Cluster master of this key's slot. */
+    private readonly routeKey?: string,
   ) {
     super(name, args, buffers ? {} : { replyEncoding: 'utf8' });
+  }
+
+  override getSlot(): number {
+    return this.routeKey === undefined ? super.getSlot() : new Command('get', [this.routeKey]).getSlot();
   }
 
   override toWritable(socket: object): string | Buffer {
@@ -265,6 +276,8 @@ class RedisDriver implements LeaseDriver {
 
   /** Set by {@link checkLayout} from the prefix's meta key, before the first lease call. */
   layout: Layout;
+  /** The dataset id every script checks (layout.ts, Dataset identity); set by {@link checkLayout}. */
+  private dataset = '';
   private readonly watchdog: Watchdog;
 
   private readonly prefix: string;
@@ -286,32 +299,105 @@ class RedisDriver implements LeaseDriver {
     this.url = target.redacted;
   }
 
-  /** Checks (and with `migrate`, creates) `<prefix>:meta` and adopts the prefix's bucket count. */
+  /**
+   * Checks (and with `migrate`, creates or upgrades) `<prefix>:meta` and the buckets' `id` keys,
+   * and adopts the prefix's bucket count and dataset id (layout.ts, Dataset identity). Refuses a
+   * dataset that is partly gone instead of recreating it.
+   */
   async checkLayout(migrate: boolean): Promise<void> {
-    const meta = this.layout.meta;
-    const [layout, buckets] = migrate
-      ? await this.run<Nullable[]>('migrate', S.migrate, [meta, LAYOUT_VERSION, DEFAULT_BUCKETS])
-      : await this.send<Nullable[]>('open', 'hmget', [meta, 'layout', 'buckets']);
     const where = `key prefix '${this.prefix}' on ${this.url}`;
-    if (layout === null || layout === undefined) {
-      throw new SchemaMismatchError(
-        `no worklease data under ${where}: run \`worklease migrate ${this.url}\` (with this key prefix) first`,
-        { details: { keyPrefix: this.prefix, found: null, expected: LAYOUT_VERSION } },
-      );
+    const readMeta = (): Promise<Nullable[]> =>
+      this.send<Nullable[]>('open', 'hmget', [this.layout.meta, 'layout', 'buckets', 'dataset', 'ready']);
+    let meta = await readMeta();
+    if (meta[0] === null || meta[0] === undefined) {
+      if (!migrate) {
+        throw new SchemaMismatchError(
+          `no worklease data under ${where}: run \`worklease migrate ${this.url}\` (with this key prefix) first`,
+          { details: { keyPrefix: this.prefix, found: null, expected: LAYOUT_VERSION } },
+        );
+      }
+      await this.refuseOrphanBuckets(readMeta, where);
     }
+    if (migrate && (meta[0] === null || meta[0] === undefined || meta[0] === String(UPGRADABLE_LAYOUT))) {
+      meta = await this.run<Nullable[]>('migrate', S.migrate, [
+        this.layout.meta,
+        LAYOUT_VERSION,
+        DEFAULT_BUCKETS,
+        randomBytes(12).toString('hex'),
+        UPGRADABLE_LAYOUT,
+      ]);
+    }
+    const [layout, buckets, dataset, ready] = meta;
     const n = Number(buckets);
-    if (layout !== String(LAYOUT_VERSION) || !Number.isInteger(n) || n < 1 || n > 16384) {
-      // Layout 1 was never released, so there is nothing to convert (layout.ts): say how to start over.
+    const known = layout === String(LAYOUT_VERSION) || (migrate && layout === String(UPGRADABLE_LAYOUT));
+    if (!known || !Number.isInteger(n) || n < 1 || n > 16384 || typeof dataset !== 'string') {
       const fix =
-        Number(layout) < LAYOUT_VERSION
-          ? `; it is not converted: delete the keys matching '${this.prefix}:*' or use another key prefix`
-          : '';
+        layout === String(UPGRADABLE_LAYOUT)
+          ? `; run \`worklease migrate ${this.url}\` (with this key prefix) to upgrade it in place`
+          : Number(layout) < UPGRADABLE_LAYOUT
+            ? // Layout 1 was never released, so there is nothing to convert (layout.ts): say how to start over.
+              `; it is not converted: delete the keys matching '${this.prefix}:*' or use another key prefix`
+            : '';
       throw new SchemaMismatchError(
         `${where} holds data layout ${layout} with ${String(buckets)} buckets; this version of worklease reads layout ${LAYOUT_VERSION}${fix}`,
         { details: { keyPrefix: this.prefix, found: layout, expected: LAYOUT_VERSION } },
       );
     }
-    this.layout = new Layout(this.prefix, n);
+    const L = new Layout(this.prefix, n);
+    if (ready === '1') {
+      // Every bucket must still carry the dataset: a Cluster master that came back empty took its buckets' keys.
+      const ids = await Promise.all(L.id.map((key) => this.send<Nullable>('open', 'get', [key])));
+      const missing = ids.flatMap((id, b) => (id === dataset ? [] : [b]));
+      if (missing.length > 0) throw this.lostAtOpen(where, dataset, missing, ids[missing[0]!] ?? null);
+    } else {
+      if (!migrate) {
+        throw new SchemaMismatchError(
+          `the data under ${where} was not fully migrated: run \`worklease migrate ${this.url}\` (with this key prefix)`,
+          { details: { keyPrefix: this.prefix, found: layout, expected: LAYOUT_VERSION } },
+        );
+      }
+      // SET NX GET: sets the id where it is missing and replies what was there (null when it set it).
+      const before = await Promise.all(
+        L.id.map((key) => this.send<Nullable>('migrate', 'set', [key, dataset, 'NX', 'GET'])),
+      );
+      const other = before.flatMap((id, b) => (id === null || id === dataset ? [] : [b]));
+      if (other.length > 0) throw this.lostAtOpen(where, dataset, other, before[other[0]!] ?? null);
+      const marked = await this.run<number>('migrate', S.markReady, [L.meta, LAYOUT_VERSION, dataset]);
+      if (Number(marked) !== 1) throw this.lostAtOpen(where, dataset, [], null);
+    }
+    this.layout = L;
+    this.dataset = dataset;
+  }
+
+  /**
+   * With the meta key missing, the buckets must carry no dataset either: if some do, the meta key's
+   * node lost its data (or someone deleted it) while the buckets survived, and creating a new
+   * dataset over them would mix two. A concurrent first open writes its meta key before any bucket
+   * id, so a bucket id seen here with the meta key there on a second read is that open, not a loss.
+   */
+  private async refuseOrphanBuckets(readMeta: () => Promise<Nullable[]>, where: string): Promise<void> {
+    const L = new Layout(this.prefix, DEFAULT_BUCKETS);
+    const ids = await Promise.all(L.id.map((key) => this.send<Nullable>('open', 'get', [key])));
+    const found = ids.flatMap((id, b) => (id === null ? [] : [b]));
+    if (found.length === 0) return;
+    const again = await readMeta();
+    if (again[0] !== null && again[0] !== undefined) return;
+    throw new DatasetLostError(
+      `${where} lost its meta key '${L.meta}' while ${found.length} of ${DEFAULT_BUCKETS} buckets still hold dataset ${String(ids[found[0]!])}: part of the data is gone, and worklease does not recreate it. To start over (tokens stay increasing: docs/durability.md), delete the keys matching '${this.prefix}:*'`,
+      { details: { keyPrefix: this.prefix, buckets: found } },
+    );
+  }
+
+  private lostAtOpen(
+    where: string,
+    dataset: string,
+    buckets: number[],
+    found: string | null,
+  ): DatasetLostError {
+    return new DatasetLostError(
+      `${where} holds dataset ${dataset}, but ${buckets.length === 0 ? 'its meta key changed while migrating' : `${buckets.length} bucket(s) (first: b${buckets[0]}) ${found === null ? 'lost their data' : `hold another dataset (${found})`}`}: part of the data is gone (a Redis node restarted without persistence?), and worklease does not recreate it. To start over (tokens stay increasing: docs/durability.md), delete the keys matching '${this.prefix}:*'`,
+      { details: { keyPrefix: this.prefix, dataset, buckets } },
+    );
   }
 
   /**
@@ -346,13 +432,19 @@ class RedisDriver implements LeaseDriver {
    * reached the server: a command rejected before it was written, or an EVALSHA answered NOSCRIPT
    * (then as EVAL, which also loads the script). Anything written is sent at most once.
    */
-  private async send<T>(op: string, name: string, args: Arg[], buffers = false): Promise<T> {
+  private async send<T>(
+    op: string,
+    name: string,
+    args: Arg[],
+    buffers = false,
+    routeKey: string | undefined = undefined,
+  ): Promise<T> {
     const deadline = Date.now() + this.callTimeoutMs;
     let cmdName = name;
     let cmdArgs = args;
     for (;;) {
       if (!this.connected()) await this.waitConnected(op, deadline);
-      const cmd = new TrackedCommand(cmdName, cmdArgs, buffers, deadline);
+      const cmd = new TrackedCommand(cmdName, cmdArgs, buffers, deadline, routeKey);
       this.watchdog.add(cmd);
       this.cork();
       try {
@@ -381,6 +473,54 @@ class RedisDriver implements LeaseDriver {
 
   private run<T>(op: string, sc: Script, keysAndArgs: Arg[], buffers = false): Promise<T> {
     return this.send<T>(op, 'evalsha', [sc.sha, sc.numberOfKeys, ...keysAndArgs], buffers);
+  }
+
+  /**
+   * Runs a script on bucket `b`: appends the bucket's `id` key to `keys` and the dataset id to
+   * `args` (scripts.ts, IDENTITY) and turns a `LOST` reply into DATASET_LOST. Every lease and feed
+   * script goes through here.
+   */
+  private async runIn<T>(
+    op: string,
+    sc: Script,
+    b: number,
+    keys: Arg[],
+    args: Arg[],
+    buffers = false,
+  ): Promise<T> {
+    const L = this.layout;
+    const reply = await this.run<T>(op, sc, [...keys, L.id[b]!, ...args, this.dataset], buffers);
+    if (Array.isArray(reply) && reply.length === 2 && String(reply[0]) === 'LOST') {
+      const found = reply[1] === null ? null : String(reply[1]);
+      throw new DatasetLostError(
+        `${op} on ${this.url} refused: the dataset this backend opened (${this.dataset}) is gone from bucket b${b} of key prefix '${this.prefix}' (${found === null ? 'its keys were wiped: a restart without persistence, a flush, a failover to an empty replica' : `it now holds dataset ${found}`}); no lease it knew exists any more. Stop the holders and reopen (docs/durability.md)`,
+        { details: { keyPrefix: this.prefix, bucket: b, dataset: this.dataset, found } },
+      );
+    }
+    return reply;
+  }
+
+  /**
+   * The `durability` option (docs/durability.md): after a write that hands out or bumps a token or
+   * stores a checkpoint, `WAIT replicas timeoutMs` on the same connection (WAIT cannot run inside a
+   * script). It returns how many replicas have everything this connection wrote, so it also covers
+   * the calls before it. Fewer than asked → NOT_DURABLE: the write is on the master and may or may
+   * not survive a failover. WAIT blocks the connection (and the calls queued behind it on the same
+   * connection) for up to timeoutMs when replicas lag.
+   */
+  private async confirm(op: string, b: number): Promise<void> {
+    const d = this.options.durability;
+    if (d.replicas === 0) return;
+    // On a Cluster, WAIT must reach the master that ran the script: route it by the bucket's slot.
+    const acked = Number(
+      await this.send<number>(op, 'wait', [d.replicas, d.timeoutMs], false, this.layout.m[b]),
+    );
+    if (acked < d.replicas) {
+      throw new NotDurableError(
+        `${op} on ${this.url} ran on the master, but only ${acked} of ${d.replicas} replicas confirmed it within ${d.timeoutMs} ms: it may or may not survive a failover`,
+        { details: { replicas: d.replicas, acknowledged: acked, timeoutMs: d.timeoutMs } },
+      );
+    }
   }
 
   private async waitConnected(op: string, deadline: number): Promise<void> {
@@ -462,18 +602,15 @@ class RedisDriver implements LeaseDriver {
   ): Promise<LeaseRecord> {
     const L = this.layout;
     const b = L.bucketOf(workId);
-    const reply = await this.run<string | unknown[]>('acquire', S.acquire, [
-      L.m[b]!,
-      L.ids[b]!,
-      L.exp[b]!,
-      L.chg[b]!,
-      L.wake[b]!,
-      workId,
-      holderId,
-      String(ttlMs),
-      stepId ?? '',
-    ]);
+    const reply = await this.runIn<string | unknown[]>(
+      'acquire',
+      S.acquire,
+      b,
+      [L.m[b]!, L.ids[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!],
+      [workId, holderId, String(ttlMs), stepId ?? ''],
+    );
     if (typeof reply === 'string') {
+      await this.confirm('acquire', b);
       const space = reply.indexOf(' ');
       return {
         workId,
@@ -498,32 +635,27 @@ class RedisDriver implements LeaseDriver {
     const bytes = Buffer.isBuffer(state)
       ? state
       : Buffer.from(state.buffer, state.byteOffset, state.byteLength);
-    const reply = await this.run<string | unknown[]>('checkpoint', S.checkpoint, [
-      L.m[b]!,
-      L.exp[b]!,
-      L.chg[b]!,
-      L.wake[b]!,
-      L.stateKey(b, record.workId),
-      record.workId,
-      record.fencingToken.toString(),
-      String(ttlMs),
-      bytes,
-    ]);
+    const reply = await this.runIn<string | unknown[]>(
+      'checkpoint',
+      S.checkpoint,
+      b,
+      [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!, L.stateKey(b, record.workId)],
+      [record.workId, record.fencingToken.toString(), String(ttlMs), bytes],
+    );
     this.guarded(record, reply);
+    await this.confirm('checkpoint', b);
   }
 
   async renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord> {
     const L = this.layout;
     const b = L.bucketOf(record.workId);
-    const reply = await this.run<string | unknown[]>('renew', S.renew, [
-      L.m[b]!,
-      L.exp[b]!,
-      L.chg[b]!,
-      L.wake[b]!,
-      record.workId,
-      record.fencingToken.toString(),
-      String(ttlMs),
-    ]);
+    const reply = await this.runIn<string | unknown[]>(
+      'renew',
+      S.renew,
+      b,
+      [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!],
+      [record.workId, record.fencingToken.toString(), String(ttlMs)],
+    );
     const expiresAt = this.guarded(record, reply);
     return {
       workId: record.workId,
@@ -536,14 +668,13 @@ class RedisDriver implements LeaseDriver {
   async release(record: LeaseRecord): Promise<void> {
     const L = this.layout;
     const b = L.bucketOf(record.workId);
-    const reply = await this.run<string | unknown[]>('release', S.release, [
-      L.m[b]!,
-      L.exp[b]!,
-      L.chg[b]!,
-      L.wake[b]!,
-      record.workId,
-      record.fencingToken.toString(),
-    ]);
+    const reply = await this.runIn<string | unknown[]>(
+      'release',
+      S.release,
+      b,
+      [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!],
+      [record.workId, record.fencingToken.toString()],
+    );
     this.guarded(record, reply);
   }
 
@@ -551,10 +682,12 @@ class RedisDriver implements LeaseDriver {
   async readCheckpoint(record: LeaseRecord): Promise<CheckpointRead> {
     const L = this.layout;
     const b = L.bucketOf(record.workId);
-    const [first, second] = await this.run<[Buffer, Buffer | null]>(
+    const [first, second] = await this.runIn<[Buffer, Buffer | null]>(
       'readCheckpoint',
       S.readCheckpoint,
-      [L.m[b]!, L.stateKey(b, record.workId), record.workId, record.fencingToken.toString()],
+      b,
+      [L.m[b]!, L.stateKey(b, record.workId)],
+      [record.workId, record.fencingToken.toString()],
       true,
     );
     // The clean flag ('0' or '1') on success; 'FENCED' otherwise.
@@ -690,18 +823,15 @@ class RedisDriver implements LeaseDriver {
   ): Promise<LeaseInfo> {
     const L = this.layout;
     const b = L.bucketOf(workId);
-    const reply = await this.run<string | unknown[]>('forceRelease', S.forceRelease, [
-      L.m[b]!,
-      L.exp[b]!,
-      L.chg[b]!,
-      L.wake[b]!,
-      L.aud[b]!,
-      workId,
-      expectedToken.toString(),
-      operator,
-      reason,
-    ]);
+    const reply = await this.runIn<string | unknown[]>(
+      'forceRelease',
+      S.forceRelease,
+      b,
+      [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!, L.aud[b]!],
+      [workId, expectedToken.toString(), operator, reason],
+    );
     if (typeof reply === 'string') {
+      await this.confirm('forceRelease', b);
       const info = parsePacked(workId, reply);
       if (info === null) throw new InternalError(`force-release of '${workId}' returned no lease`);
       return info;
@@ -774,16 +904,13 @@ class RedisDriver implements LeaseDriver {
     let total = 0;
     // Bucket by bucket, so the total never exceeds `limit`.
     for (let b = 0; b < L.buckets && total < limit; b++) {
-      const n = await this.run<number>('prune', S.prune, [
-        L.exp[b]!,
-        L.ids[b]!,
-        L.chg[b]!,
-        L.wake[b]!,
-        L.m[b]!,
-        olderThanMs,
-        limit - total,
-        L.statePrefixes[b]!,
-      ]);
+      const n = await this.runIn<number>(
+        'prune',
+        S.prune,
+        b,
+        [L.exp[b]!, L.ids[b]!, L.chg[b]!, L.wake[b]!, L.m[b]!],
+        [olderThanMs, limit - total, L.statePrefixes[b]!],
+      );
       total += Number(n);
     }
     return total;
@@ -792,10 +919,12 @@ class RedisDriver implements LeaseDriver {
   async readState(workId: string, offset: number, length: number): Promise<StatePage | null> {
     const L = this.layout;
     const b = L.bucketOf(workId);
-    const reply = await this.run<[Buffer, number | null, Buffer] | null>(
+    const reply = await this.runIn<[Buffer, number | null, Buffer] | null>(
       'readState',
       S.readState,
-      [L.m[b]!, L.stateKey(b, workId), workId, offset, length],
+      b,
+      [L.m[b]!, L.stateKey(b, workId)],
+      [workId, offset, length],
       true,
     );
     if (reply === null) return null;
@@ -812,7 +941,7 @@ class RedisDriver implements LeaseDriver {
     const L = this.layout;
     // Buckets live on different masters on a cluster: one call per bucket, all in flight at once.
     const heads = await Promise.all(
-      L.chg.map((key) => this.run<[string, number]>('changeCursor', S.streamHead, [key])),
+      L.chg.map((key, b) => this.runIn<[string, number]>('changeCursor', S.streamHead, b, [key], [])),
     );
     return encodeChangeCursor(heads.map(([id, ordinal]) => ({ id: String(id), ordinal: Number(ordinal) })));
   }
@@ -850,12 +979,13 @@ class RedisDriver implements LeaseDriver {
     }
     const replies = await Promise.all(
       busy.map((b) =>
-        this.run<[number, Array<[string, string[]]>]>('changes', S.changesRead, [
-          L.chg[b]!,
-          positions[b]!.id,
-          perBucket,
-          positions[b]!.ordinal,
-        ]),
+        this.runIn<[number, Array<[string, string[]]>]>(
+          'changes',
+          S.changesRead,
+          b,
+          [L.chg[b]!],
+          [positions[b]!.id, perBucket, positions[b]!.ordinal],
+        ),
       ),
     );
     if (replies.some(([gap]) => gap === 1)) return { changes: [], cursor, gap: true };
@@ -1003,6 +1133,7 @@ async function connect(client: RedisClient, target: RedisTarget, timeoutMs: numb
 export async function openRedis(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
   const o = resolveOptions(options);
   const target = parseRedisUrl(url);
+  checkDurability(target.kind, o.durability);
   const client = createClient(target, o);
   // Failures reach callers through the calls; an unhandled 'error' event would crash the process.
   client.on('error', () => {});

@@ -1,5 +1,5 @@
 /**
- * Key layout of the Redis backend (layout version 2). Nothing here does I/O.
+ * Key layout of the Redis backend (layout version 3). Nothing here does I/O.
  *
  * A work id maps to one of B buckets (B is fixed when the prefix is created and
  * stored in `<prefix>:meta`). Every key of a bucket carries the hash tag
@@ -11,7 +11,8 @@
  *
  * | key                         | type    | holds                                                          |
  * |-----------------------------|---------|----------------------------------------------------------------|
- * | `<P>:meta`                  | hash    | `layout` (2), `buckets` (B), `created_at` (ms)                 |
+ * | `<P>:meta`                  | hash    | `layout` (3), `buckets` (B), `dataset` (id), `ready` (1), `created_at` (ms) |
+ * | `<P>:{<P>:b<n>}:id`         | string  | the dataset id, the same in every bucket (see Dataset identity) |
  * | `<P>:{<P>:b<n>}:m`          | hash    | workId → the lease, packed (see below); after a prune, a tombstone: the last token |
  * | `<P>:{<P>:b<n>}:s:<workId>` | string  | the checkpoint bytes of one work item                          |
  * | `<P>:{<P>:b<n>}:ids`        | zset    | workIds, score 0 (lexicographic index for paged listing)      |
@@ -35,13 +36,34 @@
  * Lease data carries no Redis TTL: an expired lease stays visible to operators
  * until an explicit prune.
  *
+ * Dataset identity (layout 3). Migration writes a random dataset id into the
+ * meta key and into every bucket's `id` key, in the bucket's own slot, and then
+ * marks the meta key `ready`. Every script checks its bucket's `id` against the
+ * id the backend read when it opened and refuses (`LOST` → DATASET_LOST) when
+ * it is missing or different: a Redis restarted without persistence, a
+ * FLUSHALL, or one Cluster master that came back empty is noticed by the very
+ * next call on it, instead of handing out tokens again from scratch. Only
+ * opening migrates, and opening refuses (DATASET_LOST) a prefix whose meta key
+ * is ready but some bucket lost its `id`, or whose meta key is gone while
+ * buckets still carry an id: nothing recreates a dataset that a process has
+ * seen. A fresh, empty prefix is created as before. Tokens need no layout
+ * change: they are floored by the server clock (scripts.ts, TOKENS).
+ *
+ * Layout 2 (the same keys without `id`) is upgraded in place by migrating
+ * (`openBackend` or `worklease migrate`): the meta key gets a dataset id, the
+ * buckets get their `id` keys, then the meta key says layout 3. Code that reads
+ * layout 2 refuses layout 3 with SCHEMA_MISMATCH, so an old process cannot
+ * write without the check.
+ *
  * Layout 1 (a hash per lease, a token counter hash) is refused with
  * SCHEMA_MISMATCH, also by `migrate`: no release ever wrote it, so there is no
  * data to convert. Delete the prefix's keys or use a new prefix.
  */
 import { InvalidArgumentError } from '../../lease/errors.ts';
 
-export const LAYOUT_VERSION = 2;
+export const LAYOUT_VERSION = 3;
+/** The previous layout, upgraded in place on migrate (see Dataset identity). */
+export const UPGRADABLE_LAYOUT = 2;
 export const DEFAULT_BUCKETS = 32;
 /** Approximate cap of each bucket's change stream and audit stream (entries). */
 export const STREAM_MAXLEN = 10_000;
@@ -115,6 +137,8 @@ export class Layout {
   readonly aud: readonly string[];
   /** The shard channel each write of the bucket publishes on. */
   readonly wake: readonly string[];
+  /** The bucket's dataset id key (see Dataset identity). */
+  readonly id: readonly string[];
   private readonly streamBuckets: Map<string, number>;
 
   constructor(
@@ -135,6 +159,7 @@ export class Layout {
     this.chg = base.map((k) => `${k}:chg`);
     this.aud = base.map((k) => `${k}:aud`);
     this.wake = base.map((k) => `${k}:w`);
+    this.id = base.map((k) => `${k}:id`);
     this.streamBuckets = new Map(this.chg.map((k, b) => [k, b]));
   }
 
@@ -164,6 +189,7 @@ export class Layout {
       this.chg[b]!,
       this.aud[b]!,
       this.wake[b]!,
+      this.id[b]!,
     ];
   }
 }

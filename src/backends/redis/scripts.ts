@@ -17,12 +17,18 @@
  * their effects, not the script), called once per script.
  * Milliseconds = seconds * 1000 + floor(µs / 1000).
  *
+ * Dataset identity: every script starts with {@link IDENTITY}, which compares
+ * the bucket's `id` key (the last key) with the dataset id the backend opened
+ * (the last argument) and replies `{'LOST', found}` when they differ (layout.ts,
+ * Dataset identity). So no script writes into a dataset that vanished.
+ *
  * Replies tell every outcome apart, so a call never needs a second round trip.
  * Success is a plain string (cheaper for Redis to return than an array, see
  * Cost); every other outcome is an array whose first element is a status word
  * (`HELD`, `FENCED`, `EXPIRED`, `NOTFOUND`, `CONFLICT`), as documented on each
- * script. Numbers travel as decimal strings; tokens and versions are exact up
- * to 2^53.
+ * script. Numbers travel as decimal strings. Tokens are computed on decimal
+ * strings ({@link TOKENS}), so they stay exact beyond 2^53 (Lua numbers are
+ * doubles); versions are exact up to 2^53.
  *
  * Every write bumps the lease's `version`, appends one entry (kind, workId and
  * the packed lease after the write, never checkpoint bytes) to the bucket's
@@ -85,11 +91,52 @@ function pack(changed: Partial<Record<Name, string>>): string {
   return NAMES.map((n) => changed[n] ?? n).join(" .. '\\n' .. ");
 }
 
-/** `now` (number) and `nows` (its decimal string). */
+/** `now` (number, ms) and `nows` (its decimal string); `us`: the server time in µs, a decimal string. */
 const NOW = `
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local nows = string.format('%d', now)`;
+local nows = string.format('%d', now)
+local us = t[1] .. string.format('%06d', t[2])`;
+
+/**
+ * The dataset check every script begins with (layout.ts, Dataset identity): the last key is the
+ * bucket's `id` key, the last argument the dataset id the backend opened. Costs one GET (≈ 1.3 µs).
+ */
+const IDENTITY = `
+local dataset = redis.call('GET', KEYS[#KEYS])
+if dataset ~= ARGV[#ARGV] then return {'LOST', dataset} end`;
+
+/**
+ * The token rule: a new token is max(previous + 1, server time in µs) — see docs/durability.md for
+ * why it holds. The +1 keeps tokens strictly increasing per work item whatever the clock does; the
+ * clock floor makes a server that lost its latest writes (restarted without persistence, a lagging
+ * replica promoted) still hand out tokens above every token it handed out before the loss, as long
+ * as its clock is ahead of the lost writes' time (it is unless it lags the lost master by more than
+ * the failover took). A token runs ahead of the clock only when one work item gets more than one new
+ * token per µs, which a script taking several µs cannot do, so the floor is a real bound.
+ * Arithmetic on decimal strings: Lua numbers are doubles, exact only below 2^53, and a token near
+ * 2^53 + 1 must not round. `us` (16 digits until the year 2286) is below 2^53 too, but is built as a
+ * string as well (NOW).
+ */
+const TOKENS = `
+local function incr(a)
+  local i = #a
+  while i > 0 and string.byte(a, i) == 57 do i = i - 1 end
+  if i == 0 then return '1' .. string.rep('0', #a) end
+  return string.sub(a, 1, i - 1) .. string.char(string.byte(a, i) + 1) .. string.rep('0', #a - i)
+end
+local function larger(a, b)
+  if #a ~= #b then
+    if #a > #b then return a end
+    return b
+  end
+  if a > b then return a end
+  return b
+end
+local function nextToken(prev)
+  if not prev then return us end
+  return larger(incr(prev), us)
+end`;
 
 /** Appends change `c` (kind LF workId LF payload) to stream `chg` and wakes the bucket's readers. */
 const EMIT = `
@@ -99,11 +146,11 @@ local function emit(chg, wake, c)
 end`;
 
 /**
- * Token check and liveness check shared by renew, checkpoint and release. KEYS[1] is the bucket
- * hash, ARGV[1] the work id, ARGV[2] the record's token. Leaves the lease's fields in the locals
+ * Dataset, token and liveness checks shared by renew, checkpoint and release. KEYS[1] is the bucket
+ * hash, ARGV[1] the work id, ARGV[2] the record's token (compared as strings, so exact at any size). Leaves the lease's fields in the locals
  * NAMES, the stored expiry in `old` (number) and the bumped version in `ver`.
  */
-const GUARD = `${EMIT}
+const GUARD = `${EMIT}${IDENTITY}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
 if not m then return {'FENCED', false} end
 ${UNPACK}
@@ -131,27 +178,30 @@ export interface ScriptDef {
 }
 
 /**
+ * Every script below also takes the bucket's `id` key as its last key and the dataset id as its last
+ * argument, and may reply `{'LOST', found}` ({@link IDENTITY}); the lists name the others.
+ *
  * acquire — KEYS: m, ids, exp, chg, wake. ARGV: workId, holderId, ttlMs, stepId ('' = none).
  * - `{'HELD', holder, token, expires_at}` when a live lease exists (expires_at > now), also the caller's own.
- * - `'<token> <expires_at>'` otherwise: token = the stored (or tombstoned) token + 1, so tokens
- *   continue after a prune; the checkpoint state is kept; how the predecessor ended is recorded
+ * - `'<token> <expires_at>'` otherwise: token = max(the stored (or tombstoned) token + 1, server µs)
+ *   ({@link TOKENS}), so tokens continue after a prune; the checkpoint state is kept; how the predecessor ended is recorded
  *   (`pred_end`: none — new or pruned, released, force-released, expired) with `clean` = 1 for
  *   none/released.
  */
 export const acquire: ScriptDef = {
-  numberOfKeys: 5,
-  lua: `${EMIT}
+  numberOfKeys: 6,
+  lua: `${EMIT}${IDENTITY}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
-${NOW}
-local tok, ver, chk, size, pred, clean, fresh = '1', '1', '', '', 'none', '1', true
+${NOW}${TOKENS}
+local tok, ver, chk, size, pred, clean, fresh = nextToken(nil), '1', '', '', 'none', '1', true
 if m then
   local holder, t, exp, _, _, _, _, ck, _, sz, _, _, ended, v = string.match(m, '${PATTERN}')
   if not t then
-    tok = string.format('%d', m + 1)
+    tok = nextToken(m)
   else
     if tonumber(exp) > now then return {'HELD', holder, t, exp} end
     fresh = false
-    tok = string.format('%d', t + 1)
+    tok = nextToken(t)
     ver = string.format('%d', v + 1)
     chk = ck
     size = sz
@@ -181,7 +231,7 @@ return tok .. ' ' .. exp`,
  * - `'<expires_at>'` the new expiry, now + ttl.
  */
 export const renew: ScriptDef = {
-  numberOfKeys: 4,
+  numberOfKeys: 5,
   lua: `${GUARD}
 ${EXTEND}
 m = ${pack({ ttl: 'ARGV[3]', ren: 'nows' })}
@@ -195,7 +245,7 @@ return exp`,
  * Outcomes as {@link renew}; on success the state and the new expiry are stored in the same step.
  */
 export const checkpoint: ScriptDef = {
-  numberOfKeys: 5,
+  numberOfKeys: 6,
   lua: `${GUARD}
 ${EXTEND}
 redis.call('SET', KEYS[5], ARGV[4])
@@ -211,7 +261,7 @@ return exp`,
  * expires_at = now - 1 ms and `ended` = released, so the next acquire succeeds at once and is clean.
  */
 export const release: ScriptDef = {
-  numberOfKeys: 4,
+  numberOfKeys: 5,
   lua: `${GUARD}
 exp = string.format('%d', now - 1)
 m = ${pack({ rel: 'nows', ended: "'released'" })}
@@ -226,13 +276,14 @@ return exp`,
  * - `{'NOTFOUND'}` no lease (never acquired, or pruned).
  * - `{'CONFLICT', token, ended}` the stored token is not the one the operator saw, or the lease was
  *   already released / force-released (an expired, unreleased lease can be force-released).
- * - `'<packed lease>'` the lease after the change: token bumped (so the old holder is fenced),
+ * - `'<packed lease>'` the lease after the change: token bumped by the token rule ({@link TOKENS}) so
+ *   the old holder is fenced,
  *   expires_at = now - 1 ms, ended = force-released (the successor's handoff is not clean); one
  *   audit entry and one change entry are appended.
  */
 export const forceRelease: ScriptDef = {
-  numberOfKeys: 5,
-  lua: `${EMIT}
+  numberOfKeys: 6,
+  lua: `${EMIT}${IDENTITY}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
 if not m then return {'NOTFOUND'} end
 ${UNPACK}
@@ -240,9 +291,9 @@ if not tok then return {'NOTFOUND'} end
 if tok ~= ARGV[2] or ended == 'released' or ended == 'force-released' then
   return {'CONFLICT', tok, ended}
 end
-${NOW}
+${NOW}${TOKENS}
 local oldTok = tok
-tok = string.format('%d', tok + 1)
+tok = nextToken(tok)
 exp = string.format('%d', now - 1)
 m = ${pack({ rel: 'nows', ended: "'force-released'", ver: "string.format('%d', ver + 1)" })}
 redis.call('HSET', KEYS[1], ARGV[1], m)
@@ -265,8 +316,8 @@ function tokenAnd(n: number): string {
  *   lease began cleanly, read together.
  */
 export const readCheckpoint: ScriptDef = {
-  numberOfKeys: 2,
-  lua: `
+  numberOfKeys: 3,
+  lua: `${IDENTITY}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
 if not m then return {'FENCED', false} end
 local tok, clean = string.match(m, '${tokenAnd(11)}')
@@ -281,8 +332,8 @@ return {clean, redis.call('GET', KEYS[2])}`,
  *   when none was ever saved. GETRANGE reads only the page, however large the checkpoint is.
  */
 export const readState: ScriptDef = {
-  numberOfKeys: 2,
-  lua: `
+  numberOfKeys: 3,
+  lua: `${IDENTITY}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
 if not m then return false end
 local tok, size = string.match(m, '${tokenAnd(10)}')
@@ -303,8 +354,8 @@ return {tok, tonumber(size), redis.call('GETRANGE', KEYS[2], ARGV[2], ARGV[2] + 
  * Returns how many leases it removed.
  */
 export const prune: ScriptDef = {
-  numberOfKeys: 5,
-  lua: `
+  numberOfKeys: 6,
+  lua: `${IDENTITY}
 ${NOW}
 local cutoff = now - ARGV[1]
 local limit = tonumber(ARGV[2])
@@ -362,8 +413,8 @@ end`;
  *   (see EMIT and prune for `change`). They have ordinals k+1, k+2, ….
  */
 export const changesRead: ScriptDef = {
-  numberOfKeys: 1,
-  lua: `${STREAM_INFO}
+  numberOfKeys: 2,
+  lua: `${IDENTITY}${STREAM_INFO}
 local k = tonumber(ARGV[3])
 if added - len > k or added < k then return {1, {}} end
 if added == k then return {0, {}} end
@@ -376,22 +427,42 @@ return {0, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2])}
  * the stream.
  */
 export const streamHead: ScriptDef = {
-  numberOfKeys: 1,
-  lua: `${STREAM_INFO}
+  numberOfKeys: 2,
+  lua: `${IDENTITY}${STREAM_INFO}
 return {last, added}`,
 };
 
 /**
- * migrate — KEYS: meta. ARGV: layout version, bucket count.
- * Creates the meta hash if missing (two processes opening at once both see the first one's values),
- * and returns `{layout, buckets}` as stored, which the caller checks.
+ * migrate — KEYS: meta. ARGV: layout version, bucket count, a new random dataset id, the layout it
+ * upgrades (layout.ts, Dataset identity). No identity check: this is what creates the identity.
+ * - no meta hash: creates it (layout, buckets, dataset, created_at; not yet `ready`);
+ * - a meta hash of the upgradable layout without a dataset id: adds the id (the layout stays until
+ *   the buckets have their `id` keys and {@link markReady} runs);
+ * - anything else is left alone.
+ * Two processes opening at once both get the first one's values. Returns
+ * `{layout, buckets, dataset, ready}` as stored, which the caller checks.
  */
 export const migrate: ScriptDef = {
   numberOfKeys: 1,
   lua: `
 if redis.call('EXISTS', KEYS[1]) == 0 then
   ${NOW}
-  redis.call('HSET', KEYS[1], 'layout', ARGV[1], 'buckets', ARGV[2], 'created_at', now)
+  redis.call('HSET', KEYS[1], 'layout', ARGV[1], 'buckets', ARGV[2], 'dataset', ARGV[3], 'created_at', now)
+elseif redis.call('HGET', KEYS[1], 'layout') == ARGV[4] then
+  redis.call('HSETNX', KEYS[1], 'dataset', ARGV[3])
 end
-return redis.call('HMGET', KEYS[1], 'layout', 'buckets')`,
+return redis.call('HMGET', KEYS[1], 'layout', 'buckets', 'dataset', 'ready')`,
+};
+
+/**
+ * markReady — KEYS: meta. ARGV: layout version, dataset id. After every bucket's `id` key holds the
+ * dataset id: sets layout and `ready` = 1 if the meta hash still holds that dataset. Returns 1, or 0
+ * when it does not (the meta key was lost or replaced meanwhile).
+ */
+export const markReady: ScriptDef = {
+  numberOfKeys: 1,
+  lua: `
+if redis.call('HGET', KEYS[1], 'dataset') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'layout', ARGV[1], 'ready', '1')
+return 1`,
 };

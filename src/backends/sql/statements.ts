@@ -30,9 +30,10 @@
  * Outcomes, statement by statement
  * --------------------------------
  * acquire (`INSERT … ON CONFLICT (work_id) DO UPDATE … WHERE expires_at <= now`):
- *   - no row: inserts token 1, predecessor 'none', returns `ok = true` with token and expiry.
+ *   - no row: inserts the token of the token rule (below) with no predecessor, predecessor
+ *     'none', returns `ok = true` with token and expiry.
  *   - row whose lease ran out or ended (including a pruned row, a tombstone that kept
- *     its token): the DO UPDATE takes it over with token + 1,
+ *     its token): the DO UPDATE takes it over with the next token,
  *     keeps `state`/`checkpointed_at` for the successor, records predecessor_end from
  *     `ended` ('released' / 'force-released', or 'expired' when it just ran out) and
  *     clean_handoff = (predecessor released). Returns `ok = true`.
@@ -57,7 +58,7 @@
  *   first (`cur … FOR UPDATE`) so the audit row, the CONFLICT decision and the update
  *   all see the same latest version. No row → NOT_FOUND; token differs from the
  *   operator's expected token, or the lease already ended (released / force-released)
- *   → CONFLICT with the stored token and holder; else token + 1, expiry in the past,
+ *   → CONFLICT with the stored token and holder; else the next token, expiry in the past,
  *   ended = 'force-released', and the audit row, all committed together.
  * prune (CTE: pick + lock victims, turn them into tombstones): rows not live and expired
  *   more than `olderThanMs` ago; `SKIP LOCKED` so prune never waits for (or blocks) a
@@ -73,6 +74,15 @@
  * a reused fencing token. The change-feed test caught exactly that. Keeping the row
  * makes every acquire an ON CONFLICT DO UPDATE on the row that carries the last token,
  * which READ COMMITTED always evaluates on the latest committed version.
+ *
+ * The token rule
+ * --------------
+ * A new token (acquire, force-release) is greatest(previous + 1, server time in µs),
+ * the same rule as the Redis scripts (docs/durability.md says why it holds): +1 keeps
+ * tokens strictly increasing per work item whatever the clock does, and the clock floor
+ * keeps a database that lost its latest commits (a promoted asynchronous standby, a
+ * restored backup) from handing out a token it had already handed out, unless its clock
+ * lags by more than the failover took. bigint arithmetic: exact up to 2^63 - 1.
  *
  * Every write sets `version = version + 1`, `last_op` and `change_xid =
  * pg_current_xact_id()`. The change feed (see `changes`) reads by change_xid.
@@ -96,6 +106,9 @@ export function quoteIdent(name: string): string {
 }
 
 const MS = `* interval '1 millisecond'`;
+
+/** The server time `t` (timestamptz) in whole microseconds since the epoch: the token rule's floor. */
+const us = (t: string): string => `floor(extract(epoch FROM ${t}) * 1000000)::bigint`;
 
 /**
  * The columns of a LeaseInfo, in this order (rows.ts decodes them by position,
@@ -222,12 +235,12 @@ export function buildStatements(schemaName: string, options: StatementOptions): 
 WITH ins AS (
   INSERT INTO ${L} AS l (work_id, holder_id, token, expires_at, ttl_ms, step_id, acquired_at,
     clean_handoff, predecessor_end, last_op, version, change_xid)
-  SELECT $1, $2, 1, n.now + $3::integer ${MS}, $3::integer, $4, n.now, true, 'none', 'acquired', 1,
+  SELECT $1, $2, ${us('n.now')}, n.now + $3::integer ${MS}, $3::integer, $4, n.now, true, 'none', 'acquired', 1,
     pg_current_xact_id()
   FROM (SELECT clock_timestamp() AS now) n
   ON CONFLICT (work_id) DO UPDATE SET
     holder_id = EXCLUDED.holder_id,
-    token = l.token + 1,
+    token = greatest(l.token + 1, EXCLUDED.token),
     expires_at = EXCLUDED.expires_at,
     ttl_ms = EXCLUDED.ttl_ms,
     step_id = EXCLUDED.step_id,
@@ -338,7 +351,7 @@ cur AS (
 ),
 upd AS (
   UPDATE ${L} l SET
-    token = l.token + 1,
+    token = greatest(l.token + 1, ${us('n.now')}),
     expires_at = n.now - interval '1 millisecond',
     released_at = n.now,
     ended = 'force-released',

@@ -13,6 +13,7 @@ import { startDemoConsole } from '../../demo/console.ts';
 import { InvalidArgumentError } from '../../lease/errors.ts';
 import type { OpenOptions } from '../../lease/types.ts';
 import { startWebServer } from '../../server/index.ts';
+import { consolePageDir } from '../console-page.ts';
 import { type GlobalOptions, openCli, openOptions, out, resolveUrl, warn } from '../context.ts';
 
 export interface ServeOptions {
@@ -97,6 +98,7 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
   try {
     const server = await startWebServer({
       service,
+      staticDir: await consolePageDir(warn),
       host: options.host,
       port: options.port,
       token,
@@ -152,6 +154,7 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
     }
     const server = await startWebServer({
       service: demo.service,
+      staticDir: await consolePageDir(warn),
       host: options.host,
       port: options.port,
       token,

@@ -10,6 +10,9 @@
  * be loaded to the renderer build directory.
  */
 import path from 'node:path';
+import { isSafeAssetPath } from '../console/assets.ts';
+
+export { contentTypeFor } from '../console/assets.ts';
 
 /** Scheme the renderer is served from. Registered as standard + secure before `app.ready`. */
 export const APP_SCHEME = 'app';
@@ -79,6 +82,31 @@ export function isPermissionAllowed(permission: string): boolean {
   return ALLOWED_PERMISSIONS.has(permission);
 }
 
+/**
+ * `setPermissionCheckHandler` policy. Electron passes `requestingOrigin` as
+ * the URL spec of the origin, which carries a trailing slash
+ * (`app://console/`), so it is parsed and compared as an origin, never as a
+ * string against {@link APP_ORIGIN}: that comparison would deny every check
+ * and the page would never get notifications.
+ */
+export function isPermissionCheckAllowed(permission: string, requestingOrigin: string): boolean {
+  return isPermissionAllowed(permission) && isAppOrigin(requestingOrigin);
+}
+
+/** True for the app's own origin, with or without the trailing slash of a URL spec; no path, query or fragment. */
+export function isAppOrigin(origin: string): boolean {
+  const u = parse(origin);
+  return (
+    u !== null &&
+    isAppUrl(origin) &&
+    (u.pathname === '' || u.pathname === '/') &&
+    u.search === '' &&
+    u.hash === '' &&
+    u.password === '' &&
+    u.port === ''
+  );
+}
+
 function parse(url: string): URL | null {
   try {
     return new URL(url);
@@ -124,26 +152,6 @@ export function windowOpenPolicy(_details: { url: string }): { action: 'deny' } 
   return { action: 'deny' };
 }
 
-const CONTENT_TYPES: Readonly<Record<string, string>> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.woff2': 'font/woff2',
-  '.woff': 'font/woff',
-  '.txt': 'text/plain; charset=utf-8',
-  '.map': 'application/json',
-  '.wasm': 'application/wasm',
-};
-
-export function contentTypeFor(filePath: string): string {
-  return CONTENT_TYPES[path.extname(filePath).toLowerCase()] ?? 'application/octet-stream';
-}
-
 /**
  * Maps an app-protocol request URL to a file inside `rootDir` (the renderer
  * build), or null when the URL is foreign or tries to escape the directory
@@ -158,8 +166,7 @@ export function resolveAppAsset(rootDir: string, requestUrl: string): string | n
   } catch {
     return null;
   }
-  if (pathname.includes('\0') || pathname.includes('\\')) return null;
-  if (pathname.split('/').some((segment) => segment === '..')) return null;
+  if (!isSafeAssetPath(pathname)) return null;
   const relative = pathname === '/' ? 'index.html' : pathname.replace(/^\/+/, '');
   const root = path.resolve(rootDir);
   const file = path.resolve(root, relative);
