@@ -690,7 +690,7 @@ export async function claim(
   return holder;
 }
 
-export interface WithLeaseOptions extends HolderOptions {
+export interface WithLeaseOptions extends ClaimOptions {
   /** Heartbeat interval in milliseconds. Default `ttlMs / 3`. See {@link HeartbeatOptions.intervalMs}. */
   intervalMs?: number;
   /** See {@link HeartbeatOptions.onRenewed}. */
@@ -719,21 +719,29 @@ export async function withLease<T>(
     'ttlMs',
     'stepId',
     'safetyMarginMs',
+    'waitMs',
+    'waitPollMs',
+    'signal',
     'intervalMs',
     'onRenewed',
     'onLost',
   ]);
   if (typeof work !== 'function') throw new InvalidArgumentError('work must be a function');
-  const holderOptions: HolderOptions = {};
+  const holderOptions: ClaimOptions = {};
   if (o.ttlMs !== undefined) holderOptions.ttlMs = o.ttlMs;
   if (o.stepId !== undefined) holderOptions.stepId = o.stepId;
   if (o.safetyMarginMs !== undefined) holderOptions.safetyMarginMs = o.safetyMarginMs;
+  if (o.waitMs !== undefined) holderOptions.waitMs = o.waitMs;
+  if (o.waitPollMs !== undefined) holderOptions.waitPollMs = o.waitPollMs;
+  if (o.signal !== undefined) holderOptions.signal = o.signal;
+  resolveWait(holderOptions);
   const beatOptions: HeartbeatOptions = {};
   if (o.intervalMs !== undefined) beatOptions.intervalMs = o.intervalMs;
   if (o.onRenewed !== undefined) beatOptions.onRenewed = o.onRenewed;
   if (o.onLost !== undefined) beatOptions.onLost = o.onLost;
   // Validate the heartbeat options before the acquire, so bad input writes nothing.
-  checkInterval(beatOptions.intervalMs, resolveHolderOptions(holderOptions).ttlMs, 'options.intervalMs');
+  const { waitMs: _w, waitPollMs: _p, signal: _s, ...plain } = holderOptions;
+  checkInterval(beatOptions.intervalMs, resolveHolderOptions(plain).ttlMs, 'options.intervalMs');
 
   const holder = (await claim(backend, workId, holderId, holderOptions)) as Holder;
   let result: T;

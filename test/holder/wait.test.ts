@@ -12,6 +12,7 @@ import {
   type LeaseBackend,
   LeaseHeldError,
   openBackend,
+  withLease,
 } from '../../src/index.ts';
 import { allTargets, isolated, uniqueNamespace } from '../support/backends.ts';
 import { dropNamespace } from '../support/faults.ts';
@@ -81,6 +82,26 @@ describe.each(allTargets())('waiting acquire on $kind', (target) => {
     await expect(waiting).rejects.toThrow('shutting down');
     expect((await backend.admin.get(id))?.holderId).toBe('a');
     await a.release();
+  });
+
+  it('withLease waits too', async () => {
+    const id = item();
+    const a = await claim(backend, id, 'a', { ttlMs: 60_000 });
+    setTimeout(() => void a.release(), 100);
+    const token = await withLease(
+      backend,
+      id,
+      'b',
+      { ttlMs: 60_000, waitMs: 30_000, waitPollMs: HOUR },
+      async (h) => {
+        expect(h.expired).toBe(false);
+        return h.token;
+      },
+    );
+    expect(token > a.token).toBe(true);
+    await expect(withLease(backend, id, 'b', { waitMs: -1 }, async () => 1)).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
   });
 
   it('refuses bad wait options before any I/O', async () => {
