@@ -45,6 +45,8 @@ export const EXTERNAL = [
   'ioredis',
   '@electric-sql/pglite',
   '@electric-sql/pglite/*',
+  // An optional peer, and its global providers must be the application's copy, never a bundled one.
+  '@opentelemetry/api',
   'electron',
   // ws and pg `require` these inside try/catch; absent on purpose.
   'bufferutil',

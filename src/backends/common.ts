@@ -5,6 +5,12 @@
  * public {@link LeaseBackend}.
  */
 import { BackendUnavailableError, InvalidArgumentError } from '../lease/errors.ts';
+import {
+  attachTelemetry,
+  checkTelemetryOptions,
+  Telemetry,
+  type TelemetryOptions,
+} from '../lease/telemetry.ts';
 import type {
   AuditEntry,
   AuditOptions,
@@ -51,6 +57,7 @@ export interface ResolvedOptions {
   maxStateBytes: number;
   poolSize: number;
   callTimeoutMs: number;
+  telemetry: TelemetryOptions;
   durability: ResolvedDurability;
 }
 
@@ -115,7 +122,11 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     'poolSize',
     'callTimeoutMs',
     'durability',
+    'logger',
+    'meterProvider',
+    'tracerProvider',
   ]);
+  checkTelemetryOptions(o);
   if (o.migrate !== undefined && typeof o.migrate !== 'boolean') {
     throw new InvalidArgumentError('options.migrate must be a boolean');
   }
@@ -144,6 +155,11 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     poolSize: checkInt('options.poolSize', o.poolSize, 1, 1000, 10),
     callTimeoutMs,
     durability: resolveDurability(o.durability, callTimeoutMs),
+    telemetry: {
+      ...(o.logger === undefined ? {} : { logger: o.logger }),
+      ...(o.meterProvider === undefined ? {} : { meterProvider: o.meterProvider }),
+      ...(o.tracerProvider === undefined ? {} : { tracerProvider: o.tracerProvider }),
+    },
   };
 }
 
@@ -202,11 +218,61 @@ export interface LeaseDriver {
   changes(cursor: string, limit: number): Promise<ChangeBatch>;
   /** See {@link LeaseAdmin.watchChanges}; optional. */
   watchChanges?(onWake: () => void): () => void;
+  /** See {@link LeaseAdmin.watchEnded}; optional. */
+  watchEnded?(onEnded: (workId: string | null) => void): () => void;
   close(): Promise<void>;
 }
 
-/** Wraps a driver with the contract's argument checks and the closed-state check. */
-export function createBackend(driver: LeaseDriver, maxStateBytes: number): LeaseBackend {
+/** The driver calls that get a span and a duration metric; the first argument names the work item. */
+const INSTRUMENTED = [
+  'acquire',
+  'checkpoint',
+  'renew',
+  'release',
+  'readCheckpoint',
+  'get',
+  'list',
+  'forceRelease',
+  'audit',
+  'prune',
+  'readState',
+  'serverTime',
+  'changeCursor',
+  'changes',
+] as const;
+
+/** The driver with every call run through {@link Telemetry.call}: the one seam of instrumentation. */
+function instrument(driver: LeaseDriver, telemetry: Telemetry): LeaseDriver {
+  // Not a prototype link to the driver: its methods use private fields and must run with it as `this`.
+  const wrapped: Record<string, unknown> = {
+    kind: driver.kind,
+    url: driver.url,
+    close: driver.close.bind(driver),
+  };
+  if (driver.watchChanges !== undefined) wrapped.watchChanges = driver.watchChanges.bind(driver);
+  if (driver.watchEnded !== undefined) wrapped.watchEnded = driver.watchEnded.bind(driver);
+  for (const name of INSTRUMENTED) {
+    const method = driver[name] as (...args: unknown[]) => Promise<unknown>;
+    wrapped[name] = (...args: unknown[]) => {
+      const first = args[0];
+      const workId =
+        typeof first === 'string' && name !== 'changes'
+          ? first
+          : ((first as { workId?: string } | undefined)?.workId ?? undefined);
+      return telemetry.call(name, workId, () => method.apply(driver, args));
+    };
+  }
+  return wrapped as unknown as LeaseDriver;
+}
+
+/** Wraps a driver with the contract's argument checks, the closed-state check and telemetry. */
+export function createBackend(
+  bare: LeaseDriver,
+  maxStateBytes: number,
+  telemetryOptions: TelemetryOptions = {},
+): LeaseBackend {
+  const telemetry = new Telemetry(bare.kind, telemetryOptions);
+  const driver = instrument(bare, telemetry);
   let closed = false;
   const open = (): void => {
     if (closed) throw new BackendUnavailableError(`backend ${driver.url} is closed`);
@@ -308,7 +374,15 @@ export function createBackend(driver: LeaseDriver, maxStateBytes: number): Lease
       return watch(onWake);
     };
   }
-  return {
+  if (driver.watchEnded !== undefined) {
+    const watch = driver.watchEnded.bind(driver);
+    admin.watchEnded = (onEnded) => {
+      if (typeof onEnded !== 'function') throw new InvalidArgumentError('onEnded must be a function');
+      open();
+      return watch(onEnded);
+    };
+  }
+  const backend: LeaseBackend = {
     kind: driver.kind,
     url: driver.url,
     maxStateBytes,
@@ -351,4 +425,6 @@ export function createBackend(driver: LeaseDriver, maxStateBytes: number): Lease
       await driver.close();
     },
   };
+  attachTelemetry(backend, telemetry);
+  return backend;
 }

@@ -8,6 +8,7 @@
  * The console and the CLI import this module, never the package barrel.
  */
 import { DriverMissingError } from '../lease/errors.ts';
+import { telemetryReady } from '../lease/telemetry.ts';
 import type { BackendKind, LeaseBackend, OpenOptions } from '../lease/types.ts';
 import { resolveTarget } from './common.ts';
 import { parseBackendUrl } from './url.ts';
@@ -59,6 +60,8 @@ export async function openBackend(url: string, options: OpenOptions = {}): Promi
   const { kind } = parseBackendUrl(url);
   // Every option (the URL's query options included) is checked here, before a backend module is even loaded.
   resolveTarget(url, options, [kind], kind);
+  // So that the backend finds @opentelemetry/api (when installed) already loaded.
+  await telemetryReady;
   switch (kind) {
     case 'postgres': {
       // biome-ignore lint/style/noRestrictedImports: the one place a backend is loaded, lazily, by URL kind.

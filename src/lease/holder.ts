@@ -43,11 +43,14 @@ import {
   ErrorCode,
   InvalidArgumentError,
   LeaseExpiredError,
+  LeaseHeldError,
   LeaseLostError,
   WorkleaseError,
 } from './errors.ts';
+import { type Telemetry, telemetryOf } from './telemetry.ts';
 import type { LeaseBackend, LeaseRecord } from './types.ts';
 import { checkNewId, checkOptions, checkTtl } from './validate.ts';
+import { wakeHub } from './wait.ts';
 
 /** Default lease ttl of {@link claim}: 30 000 ms. */
 export const DEFAULT_HOLDER_TTL_MS = 30_000;
@@ -66,6 +69,23 @@ export interface HolderOptions {
    * Allowed: 0 to `ttlMs / 2`.
    */
   safetyMarginMs?: number;
+}
+
+export interface ClaimOptions extends HolderOptions {
+  /**
+   * How long to wait for a held lease to end (released, force-released or run out), in
+   * milliseconds; the claim takes it then. Woken by the backend, see wait.ts. Default 0: a held
+   * lease fails at once with `LeaseHeldError`, which is also what a wait that runs out rejects with.
+   * `Infinity` waits until the lease is taken or `signal` aborts.
+   */
+  waitMs?: number;
+  /**
+   * While waiting, retry at least this often even without a wake-up (a lost wake-up costs at most
+   * this long), in milliseconds. Default 10 000. Allowed: 10 to 3 600 000.
+   */
+  waitPollMs?: number;
+  /** Aborts a waiting claim: it rejects with the signal's reason. Does not affect the lease once taken. */
+  signal?: AbortSignal;
 }
 
 export interface HeartbeatOptions {
@@ -162,6 +182,7 @@ class Holder implements LeaseHolder {
   record: LeaseRecord;
 
   private readonly backend: LeaseBackend;
+  private readonly telemetry: Telemetry;
   private readonly marginMs: number;
   private readonly clock: Clock;
   private readonly controller = new AbortController();
@@ -190,6 +211,8 @@ class Holder implements LeaseHolder {
     },
   ) {
     this.backend = backend;
+    this.telemetry = telemetryOf(backend);
+    this.telemetry.held(1);
     this.record = record;
     this.workId = record.workId;
     this.holderId = record.holderId;
@@ -264,6 +287,20 @@ class Holder implements LeaseHolder {
     });
     this.ended = err;
     this.endReason = reason;
+    this.telemetry.held(-1);
+    if (this.lost) {
+      this.telemetry.lost(reason);
+      this.telemetry.logger.warn(
+        {
+          workId: this.workId,
+          holderId: this.holderId,
+          fencingToken: this.token.toString(),
+          reason,
+          err: cause,
+        },
+        'worklease holder lost its lease',
+      );
+    }
     if (this.deadlineTimer !== undefined) clearTimeout(this.deadlineTimer);
     this.deadlineTimer = undefined;
     this.rejectEnded(err);
@@ -332,6 +369,10 @@ class Holder implements LeaseHolder {
         if (isCode(err, ErrorCode.LEASE_EXPIRED)) throw this.lose('expired', err);
         if (!isCode(err, ErrorCode.BACKEND_UNAVAILABLE) && !isCode(err, ErrorCode.NOT_DURABLE)) throw err;
         this.lastBackendError = err;
+        this.telemetry.logger.debug(
+          { workId: this.workId, fencingToken: this.token.toString(), attempt, err },
+          'worklease holder retries after a transient backend error',
+        );
         await Promise.race([new Promise((r) => setTimeout(r, this.backoffMs(attempt))), this.endedPromise]);
         continue;
       }
@@ -420,6 +461,8 @@ class Holder implements LeaseHolder {
       tick: async () => {},
     };
     this.beat = beat;
+    // When the next renewal is due (monotonic); its lag is how much later than that it was acknowledged.
+    let due = this.clock() + intervalMs;
     const tick = async (): Promise<void> => {
       beat.timer = undefined;
       if (!beat.running || this.releasing) return;
@@ -433,8 +476,11 @@ class Holder implements LeaseHolder {
         return;
       }
       if (!beat.running) return;
+      const acked = this.clock();
+      this.telemetry.heartbeatLag(acked - due);
       callSafely(beat.onRenewed, this.record);
-      const wait = Math.max(0, beat.intervalMs - (this.clock() - start));
+      const wait = Math.max(0, beat.intervalMs - (acked - start));
+      due = acked + wait;
       if (beat.running && !this.releasing) beat.timer = setTimeout(tick, wait);
     };
     beat.tick = tick;
@@ -461,8 +507,131 @@ function checkInterval(value: unknown, ttlMs: number, name: string): number {
   return interval;
 }
 
+const HOLDER_OPTION_KEYS = ['ttlMs', 'stepId', 'safetyMarginMs'] as const;
+const CLAIM_OPTION_KEYS = [...HOLDER_OPTION_KEYS, 'waitMs', 'waitPollMs', 'signal'] as const;
+
+interface WaitSettings {
+  waitMs: number;
+  pollMs: number;
+  signal: AbortSignal | undefined;
+}
+
+function resolveWait(o: ClaimOptions): WaitSettings {
+  const waitMs = o.waitMs ?? 0;
+  if (typeof waitMs !== 'number' || Number.isNaN(waitMs) || waitMs < 0) {
+    throw new InvalidArgumentError(
+      `options.waitMs must be a number of milliseconds >= 0 (or Infinity), got ${String(waitMs)}`,
+    );
+  }
+  const pollMs = o.waitPollMs ?? 10_000;
+  if (typeof pollMs !== 'number' || !Number.isFinite(pollMs) || pollMs < 10 || pollMs > 3_600_000) {
+    throw new InvalidArgumentError(
+      `options.waitPollMs must be a number of milliseconds from 10 to 3 600 000, got ${String(pollMs)}`,
+    );
+  }
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw new InvalidArgumentError('options.signal must be an AbortSignal');
+  }
+  return { waitMs, pollMs, signal: o.signal };
+}
+
+/**
+ * Acquires, waiting up to `waitMs` for a held lease to end. Each wake-up (see wait.ts) or timer
+ * only leads to another acquire attempt; the backend's atomic acquire picks the one winner.
+ */
+async function acquireWaiting(
+  backend: LeaseBackend,
+  workId: string,
+  holderId: string,
+  ttlMs: number,
+  stepId: string | null,
+  wait: WaitSettings,
+): Promise<{ record: LeaseRecord; start: number }> {
+  const acquire = async () => {
+    const start = monotonic();
+    const record = await backend.acquire(workId, holderId, ttlMs, stepId === null ? {} : { stepId });
+    return { record, start };
+  };
+  wait.signal?.throwIfAborted();
+  if (wait.waitMs === 0) return acquire();
+  const hub = wakeHub(backend);
+  const until = monotonic() + wait.waitMs;
+  let woken = false;
+  let head = false;
+  let wakeUp: (() => void) | null = null;
+  const remove = hub.add(workId, {
+    wake() {
+      woken = true;
+      wakeUp?.();
+    },
+    promote() {
+      head = true;
+      woken = true;
+      wakeUp?.();
+    },
+  });
+  /** Sleeps `ms`, or less when woken, promoted or aborted. */
+  const sleepUntil = (ms: number): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        wait.signal?.removeEventListener('abort', done);
+        wakeUp = null;
+        resolve();
+      };
+      // setTimeout fires at once for more than 2^31-1 ms (an infinite wait's "rest").
+      const timer = setTimeout(done, Math.min(ms, 2_147_483_647));
+      wakeUp = done;
+      wait.signal?.addEventListener('abort', done);
+    });
+  // After a wake-up by the expiry timer that found the lease still held (clock offset, a renewal
+  // meanwhile), the next expiry-based sleep is at least this long; it doubles up to the poll interval.
+  let expiryFloorMs = 5;
+  try {
+    let held: WorkleaseError | null = null;
+    for (let attempt = 0; ; attempt++) {
+      wait.signal?.throwIfAborted();
+      if (!head) {
+        // Behind another waiter of this process on the same item: sleep until it wins or leaves.
+        const left = until - monotonic();
+        if (left <= 0)
+          throw held ?? new LeaseHeldError(`work item '${workId}' is held`, { details: { workId } });
+        await sleepUntil(left);
+        continue;
+      }
+      woken = false;
+      try {
+        return await acquire();
+      } catch (err) {
+        if (!isCode(err, ErrorCode.LEASE_HELD) && !isCode(err, ErrorCode.BACKEND_UNAVAILABLE)) throw err;
+        held = err as WorkleaseError;
+      }
+      const left = until - monotonic();
+      if (left <= 0) throw held;
+      if (woken) continue;
+      let sleep = Math.min(left, wait.pollMs);
+      let byExpiry = false;
+      const expiresAt = held.details?.expiresAt;
+      if (expiresAt instanceof Date) {
+        const untilExpiry = expiresAt.getTime() - (Date.now() + hub.offsetMs) + 1;
+        const ms = Math.max(expiryFloorMs, untilExpiry);
+        if (ms < sleep) {
+          sleep = ms;
+          byExpiry = true;
+        }
+      } else if (isCode(held, ErrorCode.BACKEND_UNAVAILABLE)) {
+        sleep = Math.min(sleep, Math.max(10, Math.min(wait.pollMs, 50 * 2 ** attempt)));
+      }
+      await sleepUntil(sleep);
+      expiryFloorMs = byExpiry && !woken ? Math.min(wait.pollMs, expiryFloorMs * 2) : 5;
+    }
+  } finally {
+    remove();
+  }
+}
+
 function resolveHolderOptions(options: unknown): { ttlMs: number; stepId: string | null; marginMs: number } {
-  const o = checkOptions<HolderOptions>('options', options, ['ttlMs', 'stepId', 'safetyMarginMs']);
+  const o = checkOptions<HolderOptions>('options', options, HOLDER_OPTION_KEYS);
   const ttlMs = o.ttlMs === undefined ? DEFAULT_HOLDER_TTL_MS : checkTtl(o.ttlMs, 'options.ttlMs');
   if (ttlMs < 2) throw new InvalidArgumentError('options.ttlMs must be at least 2 ms');
   const stepId = o.stepId === undefined ? null : checkNewId('options.stepId', o.stepId);
@@ -490,14 +659,17 @@ export async function claim(
   backend: LeaseBackend,
   workId: string,
   holderId: string,
-  options: HolderOptions = {},
+  options: ClaimOptions = {},
 ): Promise<LeaseHolder> {
   checkNewId('workId', workId);
   checkNewId('holderId', holderId);
-  const { ttlMs, stepId, marginMs } = resolveHolderOptions(options);
+  const o = checkOptions<ClaimOptions>('options', options, CLAIM_OPTION_KEYS);
+  const wait = resolveWait(o);
+  const { waitMs: _w, waitPollMs: _p, signal: _s, ...holderOptions } = o;
+  const { ttlMs, stepId, marginMs } = resolveHolderOptions(holderOptions);
   const clock = monotonic;
-  const start = clock();
-  const record = await backend.acquire(workId, holderId, ttlMs, stepId === null ? {} : { stepId });
+  // The lease is proven from the start of the attempt that won, not from the start of the wait.
+  const { record, start } = await acquireWaiting(backend, workId, holderId, ttlMs, stepId, wait);
   const holder = new Holder(backend, record, {
     stepId,
     expired: false,
@@ -518,7 +690,7 @@ export async function claim(
   return holder;
 }
 
-export interface WithLeaseOptions extends HolderOptions {
+export interface WithLeaseOptions extends ClaimOptions {
   /** Heartbeat interval in milliseconds. Default `ttlMs / 3`. See {@link HeartbeatOptions.intervalMs}. */
   intervalMs?: number;
   /** See {@link HeartbeatOptions.onRenewed}. */
@@ -547,21 +719,29 @@ export async function withLease<T>(
     'ttlMs',
     'stepId',
     'safetyMarginMs',
+    'waitMs',
+    'waitPollMs',
+    'signal',
     'intervalMs',
     'onRenewed',
     'onLost',
   ]);
   if (typeof work !== 'function') throw new InvalidArgumentError('work must be a function');
-  const holderOptions: HolderOptions = {};
+  const holderOptions: ClaimOptions = {};
   if (o.ttlMs !== undefined) holderOptions.ttlMs = o.ttlMs;
   if (o.stepId !== undefined) holderOptions.stepId = o.stepId;
   if (o.safetyMarginMs !== undefined) holderOptions.safetyMarginMs = o.safetyMarginMs;
+  if (o.waitMs !== undefined) holderOptions.waitMs = o.waitMs;
+  if (o.waitPollMs !== undefined) holderOptions.waitPollMs = o.waitPollMs;
+  if (o.signal !== undefined) holderOptions.signal = o.signal;
+  resolveWait(holderOptions);
   const beatOptions: HeartbeatOptions = {};
   if (o.intervalMs !== undefined) beatOptions.intervalMs = o.intervalMs;
   if (o.onRenewed !== undefined) beatOptions.onRenewed = o.onRenewed;
   if (o.onLost !== undefined) beatOptions.onLost = o.onLost;
   // Validate the heartbeat options before the acquire, so bad input writes nothing.
-  checkInterval(beatOptions.intervalMs, resolveHolderOptions(holderOptions).ttlMs, 'options.intervalMs');
+  const { waitMs: _w, waitPollMs: _p, signal: _s, ...plain } = holderOptions;
+  checkInterval(beatOptions.intervalMs, resolveHolderOptions(plain).ttlMs, 'options.intervalMs');
 
   const holder = (await claim(backend, workId, holderId, holderOptions)) as Holder;
   let result: T;

@@ -3,8 +3,13 @@
  * `openBackend` — no backend module, not even a lazy one. For code that is
  * handed a {@link LeaseBackend} by its caller.
  */
+export type { Deposed, Leadership, LeadOptions, Term } from './election.ts';
+export { lead } from './election.ts';
 export * from './errors.ts';
+export type { GroupMember, GroupOptions, RevokeReason } from './group.ts';
+export { joinGroup, memberWorkId } from './group.ts';
 export type {
+  ClaimOptions,
   HeartbeatOptions,
   HolderOptions,
   LeaseHolder,
@@ -12,5 +17,6 @@ export type {
   WithLeaseOptions,
 } from './holder.ts';
 export { claim, DEFAULT_HOLDER_TTL_MS, withLease } from './holder.ts';
+export type { Logger, TelemetryOptions } from './telemetry.ts';
 export type * from './types.ts';
 export { DEFAULT_MAX_STATE_BYTES, MAX_ID_LENGTH, MAX_TTL_MS } from './validate.ts';

@@ -22,6 +22,7 @@
  *
  * All durations are milliseconds and say so in their names (`ttlMs`).
  */
+import type { TelemetryOptions } from './telemetry.ts';
 
 /** A currently held lease as its holder knows it. Returned by `acquire`, passed back to every other call. */
 export interface LeaseRecord {
@@ -235,6 +236,14 @@ export interface LeaseAdmin {
    * function that stops the watch. Backends without a push channel leave it undefined.
    */
   watchChanges?(onWake: () => void): () => void;
+  /**
+   * Optional: calls `onEnded(workId)` soon after a lease on `workId` ended by release, force-release
+   * or prune (not by running out: that needs no write), and `onEnded(null)` after the watch
+   * (re)connects, when any may have ended unseen. A hint only, like {@link watchChanges}; waiting
+   * acquires use it to wake. Returns a function that stops the watch. PostgreSQL and PGlite have it
+   * (LISTEN/NOTIFY); on Redis the holder layer derives it from {@link watchChanges} and the feed.
+   */
+  watchEnded?(onEnded: (workId: string | null) => void): () => void;
 }
 
 /** The lease contract (DESIGN §2). Every call is a single attempt and one round trip. */
@@ -256,7 +265,7 @@ export interface LeaseBackend {
 
 export type BackendKind = 'postgres' | 'redis' | 'redis-cluster' | 'pglite';
 
-export interface OpenOptions {
+export interface OpenOptions extends TelemetryOptions {
   /** Create or upgrade the schema on open. Default true. When false, a missing or old schema is a SCHEMA_MISMATCH error. */
   migrate?: boolean;
   /** Postgres/PGlite schema name. Default `worklease`. */

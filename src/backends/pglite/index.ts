@@ -128,6 +128,26 @@ class PgliteClient implements SqlClient {
     });
   }
 
+  /** PGlite delivers NOTIFY to listeners in this process; the listen is in place before any later call runs. */
+  listen(channel: string, onNotify: (payload: string | null) => void): () => void {
+    let stopped = false;
+    const ready = this.#serial(() =>
+      this.#db.listen(channel, (payload) => {
+        if (!stopped) onNotify(payload);
+      }),
+    );
+    ready.then(
+      () => {
+        if (!stopped) onNotify(null);
+      },
+      () => {},
+    );
+    return () => {
+      stopped = true;
+      ready.then((unlisten) => unlisten()).catch(() => {});
+    };
+  }
+
   async close(): Promise<void> {
     await this.#serial(() => this.#db.close());
   }
@@ -166,7 +186,7 @@ export async function openPglite(url: string, options: OpenOptions = {}): Promis
     await client.close().catch(() => {});
     throw err;
   }
-  return createBackend(driver, o.maxStateBytes);
+  return createBackend(driver, o.maxStateBytes, o.telemetry);
 }
 
 async function exists(file: string): Promise<boolean> {

@@ -16,6 +16,7 @@ import type { Row, SqlClient, SqlQuery, Statement, TextRow } from '../sql/client
 import { openSqlDriver } from '../sql/driver.ts';
 import { classifySqlError, isConnectionError } from '../sql/errors.ts';
 import { checkSchema, migrateSchema } from '../sql/migrations.ts';
+import { quoteIdent } from '../sql/statements.ts';
 
 /** The `application_name` of a backend's connections; lets operators (and tests) find exactly them. */
 export function applicationName(schema: string): string {
@@ -37,12 +38,64 @@ class BrokenOrFinal {
  */
 const TEXT_TYPES: pg.CustomTypesConfig = { getTypeParser: () => (text: string) => text };
 
+/** Time between reconnect attempts of a LISTEN connection. */
+const LISTEN_RETRY_MS = 1000;
+
 class PgClient implements SqlClient {
   readonly #pool: pg.Pool;
   readonly #timeoutMs: number;
   readonly #url: string;
 
-  constructor(pool: pg.Pool, timeoutMs: number, url: string) {
+  /**
+   * A LISTEN connection of its own (a pooled one would be handed to other calls): one per
+   * listen call, reconnected every LISTEN_RETRY_MS while it is down. Only waiting acquires use it.
+   */
+  listen(channel: string, onNotify: (payload: string | null) => void): () => void {
+    let stopped = false;
+    let current: pg.Client | null = null;
+    let retry: NodeJS.Timeout | undefined;
+    const again = (): void => {
+      if (stopped || retry !== undefined) return;
+      retry = setTimeout(() => {
+        retry = undefined;
+        void connect();
+      }, LISTEN_RETRY_MS);
+      retry.unref();
+    };
+    const connect = async (): Promise<void> => {
+      const c = new pg.Client({ ...this.#listenConfig });
+      current = c;
+      c.on('error', () => {});
+      c.on('end', () => {
+        if (current === c) current = null;
+        again();
+      });
+      c.on('notification', (m) => {
+        if (!stopped && m.channel === channel) onNotify(m.payload ?? null);
+      });
+      try {
+        await c.connect();
+        await c.query(`LISTEN ${quoteIdent(channel)}`);
+      } catch {
+        c.end().catch(() => {});
+        return;
+      }
+      if (stopped) c.end().catch(() => {});
+      else onNotify(null);
+    };
+    void connect();
+    return () => {
+      stopped = true;
+      clearTimeout(retry);
+      current?.end().catch(() => {});
+      current = null;
+    };
+  }
+
+  readonly #listenConfig: pg.ClientConfig;
+
+  constructor(pool: pg.Pool, timeoutMs: number, url: string, listenConfig: pg.ClientConfig) {
+    this.#listenConfig = listenConfig;
     this.#pool = pool;
     this.#timeoutMs = timeoutMs;
     this.#url = url;
@@ -160,10 +213,15 @@ export async function openPostgres(url: string, options: OpenOptions = {}): Prom
   // synchronous_commit is a session setting: every pooled connection starts with it (docs/durability.md).
   const sync =
     o.durability.synchronousCommit === null ? '' : ` -c synchronous_commit=${o.durability.synchronousCommit}`;
-  const pool = new pg.Pool({
+  const connection = {
     connectionString: address.driverUrl,
-    max: o.poolSize,
     application_name: applicationName(o.schema),
+    connectionTimeoutMillis: o.callTimeoutMs,
+    keepAlive: true,
+  };
+  const pool = new pg.Pool({
+    ...connection,
+    max: o.poolSize,
     // The server cancels a statement that runs past the call timeout, so a
     // call abandoned by the client does not keep holding row locks.
     statement_timeout: o.callTimeoutMs,
@@ -172,8 +230,6 @@ export async function openPostgres(url: string, options: OpenOptions = {}): Prom
     // statements (custom plans), which measured at about half the throughput
     // (64 calls in flight: renew at 0.48x a raw upsert with custom plans, 0.92x generic).
     options: `-c plan_cache_mode=force_generic_plan${sync}`,
-    connectionTimeoutMillis: o.callTimeoutMs,
-    keepAlive: true,
     idleTimeoutMillis: 30_000,
   });
   // Idle connections that die (server restart, pg_terminate_backend) are
@@ -184,7 +240,7 @@ export async function openPostgres(url: string, options: OpenOptions = {}): Prom
   pool.on('connect', (client) => {
     client.on('error', () => {});
   });
-  const client = new PgClient(pool, o.callTimeoutMs, redacted);
+  const client = new PgClient(pool, o.callTimeoutMs, redacted, connection);
   let driver: LeaseDriver;
   try {
     if (o.migrate) await migrateSchema(client, o.schema, redacted);
@@ -194,5 +250,5 @@ export async function openPostgres(url: string, options: OpenOptions = {}): Prom
     await pool.end().catch(() => {});
     throw err;
   }
-  return createBackend(driver, o.maxStateBytes);
+  return createBackend(driver, o.maxStateBytes, o.telemetry);
 }

@@ -1184,5 +1184,5 @@ export async function openRedis(url: string, options: OpenOptions = {}): Promise
     client.disconnect();
     throw classifyRedisError(err, 'open', target.redacted, socketError);
   }
-  return createBackend(driver, o.maxStateBytes);
+  return createBackend(driver, o.maxStateBytes, o.telemetry);
 }

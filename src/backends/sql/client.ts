@@ -39,5 +39,11 @@ export interface SqlClient extends SqlQuery {
    * Used by the migration runner only; lease calls are single statements.
    */
   transaction<T>(fn: (tx: SqlQuery) => Promise<T>): Promise<T>;
+  /**
+   * Optional: LISTENs on `channel` on a connection of its own and calls `onNotify` with each
+   * payload, and with null after the listen (re)connects (notifications sent meanwhile are lost).
+   * Returns a function that stops listening.
+   */
+  listen?(channel: string, onNotify: (payload: string | null) => void): () => void;
   close(): Promise<void>;
 }

@@ -25,6 +25,7 @@ import type {
 import type { DriverListOptions, LeaseDriver } from '../common.ts';
 import type { Row, SqlClient, Statement, TextRow } from './client.ts';
 import { countStatement } from './count.ts';
+import { endedChannel } from './migrations.ts';
 import {
   decodeChangeCursor,
   decodeListCursor,
@@ -76,11 +77,13 @@ export class SqlLeaseDriver implements LeaseDriver {
   readonly #client: SqlClient;
   readonly #sql: Statements;
   readonly #count: Statement;
+  readonly #schema: string;
 
   constructor(kind: BackendKind, url: string, client: SqlClient, schema: string, serverVersionNum: number) {
     this.kind = kind;
     this.url = url;
     this.#client = client;
+    this.#schema = schema;
     this.#sql = buildStatements(schema, { serverVersionNum });
     this.#count = countStatement(schema);
   }
@@ -322,6 +325,13 @@ export class SqlLeaseDriver implements LeaseDriver {
           })
         : encodeChangeCursor({ from: scanXmin, page: null });
     return { changes, cursor: next, gap: false };
+  }
+
+  /** See {@link LeaseDriver.watchEnded}: the NOTIFY of migration 2, where the client can LISTEN. */
+  watchEnded(onEnded: (workId: string | null) => void): () => void {
+    const listen = this.#client.listen;
+    if (listen === undefined) return () => {};
+    return listen.call(this.#client, endedChannel(this.#schema), onEnded);
   }
 
   async close(): Promise<void> {

@@ -81,7 +81,41 @@ ALTER TABLE ${s}.leases
   ADD COLUMN force_releases bigint NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 3,
+    name: '002_ended_notify',
+    sql: (s) => `
+-- Waiting acquires LISTEN for the end of a lease instead of polling: a row whose
+-- write ended its lease (release, force-release, prune) sends NOTIFY with the work
+-- id on the channel endedChannel(schema). Only those writes: NOTIFY serializes the
+-- commits of all notifying transactions (one lock on the notification queue), so
+-- notifying every renew would cap the write rate; a lease ends far less often.
+-- Acquire and renew pay one WHEN test per row (no function call).
+CREATE FUNCTION ${s}.notify_ended() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM pg_notify(TG_ARGV[0], NEW.work_id);
+  RETURN NULL;
+END
+$$;
+CREATE TRIGGER leases_ended AFTER UPDATE ON ${s}.leases FOR EACH ROW
+  WHEN (NEW.last_op IN ('released', 'force-released', 'pruned'))
+  EXECUTE FUNCTION ${s}.notify_ended(${quoteLiteral(`wl_ended_${unquote(s)}`)});
+`,
+  },
 ];
+
+/** The LISTEN channel on which the end of a lease in `schema` is announced (see migration 3). */
+export function endedChannel(schema: string): string {
+  return `wl_ended_${schema}`;
+}
+
+function unquote(quoted: string): string {
+  return quoted.startsWith('"') ? quoted.slice(1, -1).replaceAll('""', '"') : quoted;
+}
+
+function quoteLiteral(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
+}
 
 /** The schema version this code needs. */
 export const LATEST_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
