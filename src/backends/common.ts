@@ -232,6 +232,7 @@ const INSTRUMENTED = [
   'readCheckpoint',
   'get',
   'list',
+  'count',
   'forceRelease',
   'audit',
   'prune',
@@ -240,6 +241,15 @@ const INSTRUMENTED = [
   'changeCursor',
   'changes',
 ] as const;
+
+// Every driver call is either instrumented above or passed through in instrument(): a call added
+// to LeaseDriver and forgotten here fails to compile instead of vanishing from the wrapped driver.
+type NotWrapped = Exclude<
+  keyof LeaseDriver,
+  (typeof INSTRUMENTED)[number] | 'kind' | 'url' | 'close' | 'watchChanges' | 'watchEnded'
+>;
+const everyCallWrapped: [NotWrapped] extends [never] ? true : NotWrapped = true;
+void everyCallWrapped;
 
 /** The driver with every call run through {@link Telemetry.call}: the one seam of instrumentation. */
 function instrument(driver: LeaseDriver, telemetry: Telemetry): LeaseDriver {
