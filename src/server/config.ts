@@ -14,7 +14,7 @@
  * ```
  */
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { RoleSchema, ThresholdsSchema } from '../console/api.ts';
 import { InvalidArgumentError } from '../lease/errors.ts';
 import type { ProxyOptions, UserEntry } from './auth.ts';
