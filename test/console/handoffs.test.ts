@@ -34,6 +34,11 @@ interface Truth {
   unsure: { acquires: number; releases: number; forced: number };
   /** Tokens of successful acquisitions and of force-releases. */
   acquireTokens: Set<string>;
+  /**
+   * Acquisitions force-released before their readCheckpoint could tell whether they took over:
+   * the holder cannot know, the feed does (so the chart may count one more takeover per such case).
+   */
+  takeoversUnknown: number;
 }
 
 /** The errors that are part of the weather of a churn. */
@@ -49,6 +54,7 @@ async function churn(backend: LeaseBackend, onHalf: () => Promise<void>): Promis
     forced: 0,
     unsure: { acquires: 0, releases: 0, forced: 0 },
     acquireTokens: new Set(),
+    takeoversUnknown: 0,
   };
   const end = Date.now() + CHURN_MS;
   const item = () => `job-${Math.floor(Math.random() * ITEMS)}`;
@@ -59,7 +65,13 @@ async function churn(backend: LeaseBackend, onHalf: () => Promise<void>): Promis
         const r = await backend.acquire(item(), `holder-${h}`, TTL_MS);
         truth.acquires++;
         truth.acquireTokens.add(r.fencingToken.toString());
-        if (!(await backend.readCheckpoint(r)).cleanHandoff) truth.takeovers++;
+        const read = await backend.readCheckpoint(r).catch((err: unknown) => {
+          if (!hasCode(err, 'FENCED')) throw err;
+          truth.takeoversUnknown++;
+          return null;
+        });
+        if (read === null) continue;
+        if (!read.cleanHandoff) truth.takeovers++;
         await sleep(Math.random() * 30);
         if (Math.random() < 0.5) {
           step = 'releases';
@@ -201,12 +213,14 @@ describe.each(targets)('every handoff exactly once on $kind', (target) => {
       // The chart and watch read the same feed differently (a model with a snapshot, a cursor with a list): they must agree exactly.
       expect(charted).toEqual(watched);
       expect(
-        within(sum('takeovers'), truth.takeovers, truth.unsure.acquires),
+        sum('takeovers') >= truth.takeovers &&
+          sum('takeovers') <= truth.takeovers + truth.unsure.acquires + truth.takeoversUnknown,
         `takeovers ${sum('takeovers')} vs ${truth.takeovers}`,
       ).toBe(true);
       console.log(
         `${target.kind}: ${truth.acquires} acquires (${truth.takeovers} takeovers), ${truth.releases} releases, ` +
-          `${audit.length} force-releases; ${killed} connections cut; unsure ${JSON.stringify(truth.unsure)}; ` +
+          `${audit.length} force-releases; ${killed} connections cut; unsure ${JSON.stringify(truth.unsure)}, ` +
+          `${truth.takeoversUnknown} acquisitions fenced before their readCheckpoint; ` +
           `watch printed ${coalescedLines} coalesced lines`,
       );
     } finally {
