@@ -52,7 +52,15 @@ export function consoleSuite(flavour: BackendFlavour): void {
       const json = await acquire('orders/json-1', 'worker-a');
       await backend.checkpoint(
         json,
-        enc.encode(JSON.stringify({ order: 42, lines: [{ sku: 'A-1', qty: 2 }], paid: true, note: 'rush' })),
+        enc.encode(
+          JSON.stringify({
+            order: 42,
+            lines: [{ sku: 'A-1', qty: 2 }],
+            paid: true,
+            note: 'rush',
+            'tag\u202E': 'x\u200By',
+          }),
+        ),
         TTL,
       );
       const bin = await acquire('orders/bin-1', 'worker-b');
@@ -155,6 +163,10 @@ export function consoleSuite(flavour: BackendFlavour): void {
       const body = details().getByRole('region', { name: 'Checkpoint content' });
       await hasText(body, 'order');
       await hasText(body, '42');
+      // A key and a string with bidi / zero-width characters show them escaped, never raw.
+      await hasText(body, 'tag\\u202E');
+      await hasText(body, '"x\\u200By"');
+      expect(await body.textContent()).not.toMatch(/[\u202E\u200B]/);
       await shot('detail-json-tree');
       await details().getByRole('radio', { name: 'Pretty JSON' }).check();
       await hasText(body, '"order": 42');

@@ -7,6 +7,7 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { useId, useMemo, useState } from 'react';
 import type { CheckpointPage, ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
+import { visible } from '../../../src/console/text.ts';
 import { keys } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { ErrorNotice } from '../../app/ui.tsx';
@@ -120,7 +121,7 @@ function JsonTree({ value, label, depth }: { value: unknown; label: string; dept
     return (
       <details className="json-node" open={depth < 2}>
         <summary>
-          <span className="json-key">{label}</span> <span className="muted">{summary}</span>
+          <span className="json-key">{visible(label)}</span> <span className="muted">{summary}</span>
         </summary>
         <ul>
           {entries.slice(0, 1000).map(([k, v]) => (
@@ -135,8 +136,9 @@ function JsonTree({ value, label, depth }: { value: unknown; label: string; dept
   }
   return (
     <div className="json-leaf">
-      <span className="json-key">{label}</span>:{' '}
-      <span className={`json-${typeof value}`}>{JSON.stringify(value)}</span>
+      {/* Keys and strings are the holder's bytes: bidi and zero-width characters are shown escaped. */}
+      <span className="json-key">{visible(label)}</span>:{' '}
+      <span className={`json-${typeof value}`}>{visible(JSON.stringify(value))}</span>
     </div>
   );
 }
