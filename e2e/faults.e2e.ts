@@ -4,77 +4,22 @@
  * 3 s ttl. Sampled every 100 ms, the page must never show expired a lease the backend holds live,
  * and must mark the connection stale within 2 s of losing it.
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, startRedisServer } from '../src/chaos/servers.ts';
 import { openBackend } from '../src/index.ts';
 import type { LeaseBackend, LeaseRecord } from '../src/lease/types.ts';
 import { dropNamespace, launchChromium, namespace, openNamespace, shoot, startConsole } from './harness.ts';
 
-const run = promisify(execFile);
 const TTL_MS = 3000;
 const RENEW_MS = 400;
 const HOLDERS = 6;
 /** The issue's bound: stale mark within 2 s of losing the link. */
 const STALE_WITHIN_MS = 2000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-interface PrivateRedis {
-  url: string;
-  child: ChildProcess;
-  stop(): Promise<void>;
-}
-
-/** A throw-away redis-server on a free loopback port: killing or freezing it touches nobody else. */
-async function privateRedis(): Promise<PrivateRedis> {
-  const dir = mkdtempSync(join(tmpdir(), 'worklease-e2e-redis-'));
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: 'ignore' },
-  );
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGCONT');
-      child.kill('SIGKILL');
-      await new Promise((r) => child.once('exit', r));
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  for (const deadline = Date.now() + 10_000; ; ) {
-    const ok = await run('redis-cli', ['-p', String(port), 'ping']).then(
-      (r) => r.stdout.trim() === 'PONG',
-      () => false,
-    );
-    if (ok) break;
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`private redis-server on ${port} did not start`);
-    }
-    await sleep(50);
-  }
-  return { url: `redis://127.0.0.1:${port}`, child, stop };
-}
 
 /** Holders that keep `HOLDERS` leases renewed until stopped (renew failures are the weather). */
 function holders(backend: LeaseBackend, prefix: string) {
@@ -183,7 +128,7 @@ describe('the console under faults (Chromium)', () => {
 
   for (const fault of ['killed', 'frozen'] as const) {
     it(`backend ${fault}: stale within 2 s, no held lease ever shown expired`, async () => {
-      const redis = await privateRedis();
+      const redis = await startRedisServer();
       const prefix = `wl_faults_${randomBytes(3).toString('hex')}`;
       const backend = await openBackend(redis.url, {
         keyPrefix: prefix,
@@ -204,8 +149,8 @@ describe('the console under faults (Chromium)', () => {
         const live = await sampleFor(page, 1500);
         expect(live.every((s) => s.note === null)).toBe(true);
         const lostAt = Date.now();
-        if (fault === 'killed') redis.child.kill('SIGKILL');
-        else redis.child.kill('SIGSTOP');
+        if (fault === 'killed') void redis.kill();
+        else redis.pause();
         // Well past the ttl by the local clock: 3 s ttl, 7 s outage.
         const during = await sampleFor(page, 7000);
         await shoot(page, `stale-backend-${fault}`);
