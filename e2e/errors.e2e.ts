@@ -7,12 +7,12 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../src/chaos/servers.ts';
 import {
   type ConsoleUnderTest,
   dropNamespace,
@@ -25,18 +25,6 @@ import {
 } from './harness.ts';
 
 const run = promisify(execFile);
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** A private redis-server that requires a password the console is not given. */
 async function passwordRedis(): Promise<{ port: number; child: ChildProcess; stop(): Promise<void> }> {
@@ -161,7 +149,8 @@ describe('one message per error state (Chromium)', () => {
   it('unmigrated schema: the exact migrate command with its --schema flag, no empty-fleet text', async () => {
     const page = await fleetOf('unmigrated');
     const command = `worklease migrate ${PG_URL}`;
-    await page.getByText(`--schema ${missingSchema}`).waitFor({ timeout: 10_000 });
+    // The command to run, in its own code block (the collapsed Details repeat the server's error).
+    await page.locator('code.command', { hasText: `--schema ${missingSchema}` }).waitFor({ timeout: 10_000 });
     const text = await bodyText(page);
     expect(text).toContain(`${command} --schema ${missingSchema}`);
     expect(text).not.toContain('No leases in this fleet yet');
