@@ -260,7 +260,11 @@ function Cell({
         </td>
       );
     case 'fencingToken':
-      return <td className={cls}>{row.fencingToken}</td>;
+      return (
+        <td className={cls} title={row.fencingToken}>
+          {row.fencingToken}
+        </td>
+      );
     case 'status':
       return (
         <td className={cls}>
