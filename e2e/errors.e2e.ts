@@ -4,15 +4,10 @@
  * empty-fleet text), an unknown database, an unknown role, refused credentials, and a one-off
  * connection test (that test's result, not "keeps retrying").
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../src/chaos/servers.ts';
+import { freePort, type RedisServer, startRedisServer } from '../src/chaos/servers.ts';
 import {
   type ConsoleUnderTest,
   dropNamespace,
@@ -24,60 +19,13 @@ import {
   startConsole,
 } from './harness.ts';
 
-const run = promisify(execFile);
-
-/** A private redis-server that requires a password the console is not given. */
-async function passwordRedis(): Promise<{ port: number; child: ChildProcess; stop(): Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), 'worklease-e2e-authredis-'));
-  const port = await freePort();
-  const password = randomBytes(12).toString('hex');
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-      '--requirepass',
-      password,
-    ],
-    { stdio: 'ignore' },
-  );
-  const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await new Promise((r) => child.once('exit', r));
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  for (const deadline = Date.now() + 10_000; ; ) {
-    const ok = await run('redis-cli', ['-p', String(port), '-a', password, '--no-auth-warning', 'ping']).then(
-      (r) => r.stdout.trim() === 'PONG',
-      () => false,
-    );
-    if (ok) break;
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error('private redis-server did not start');
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { port, child, stop };
-}
-
 /** What the page says, as an operator reads it (collapsed "Details" included, as textContent does). */
 const bodyText = (page: Page) => page.evaluate<string>('document.body.innerText');
 
 describe('one message per error state (Chromium)', () => {
   let browser: Browser;
   let consoleUt: ConsoleUnderTest;
-  let redis: Awaited<ReturnType<typeof passwordRedis>>;
+  let redis: RedisServer;
   const missingSchema = `e2e_missing_${randomBytes(4).toString('hex')}`;
   const noDb = new URL(PG_URL);
   noDb.pathname = `/e2e_no_such_db_${randomBytes(3).toString('hex')}`;
@@ -87,7 +35,8 @@ describe('one message per error state (Chromium)', () => {
   const reachable = namespace('postgres', 'errors');
 
   beforeAll(async () => {
-    redis = await passwordRedis();
+    // A private redis-server that requires a password the console is not given.
+    redis = await startRedisServer({ args: ['--requirepass', randomBytes(12).toString('hex')] });
     await (await openNamespace(reachable)).close();
     consoleUt = await startConsole(
       [
