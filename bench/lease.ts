@@ -27,31 +27,29 @@
 
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { startReplicatedRedis } from '../src/chaos/servers.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
 import { Telemetry } from '../src/lease/telemetry.ts';
+import { benchArgs, intArg } from './args.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    backends: { type: 'string', default: 'postgres,redis,redis-wait' },
-    rounds: { type: 'string', default: '3' },
-    ops: { type: 'string', default: '2000' },
-    pg: {
-      type: 'string',
-      default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
-    },
-    redis: { type: 'string', default: process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' },
-    pool: { type: 'string', default: '16' },
-    'telemetry-only': { type: 'boolean', default: false },
+const args = benchArgs(import.meta.filename, {
+  backends: { type: 'string', default: 'postgres,redis,redis-wait' },
+  rounds: { type: 'string', default: '3' },
+  ops: { type: 'string', default: '2000' },
+  pg: {
+    type: 'string',
+    default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
   },
+  redis: { type: 'string', default: process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' },
+  pool: { type: 'string', default: '16' },
+  'telemetry-only': { type: 'boolean', default: false },
 });
-const ROUNDS = Number(args.rounds);
-const OPS = Number(args.ops);
-const POOL = Number(args.pool);
+const ROUNDS = intArg(import.meta.filename, 'rounds', args.rounds);
+const OPS = intArg(import.meta.filename, 'ops', args.ops);
+const POOL = intArg(import.meta.filename, 'pool', args.pool);
 const CONCURRENCY = [1, 64];
 const TTL_MS = 60_000;
 const STATE_1K = randomBytes(1024);
