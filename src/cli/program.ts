@@ -287,6 +287,12 @@ export function buildProgram(): Command {
     .option('--ttl <ms>', 'lease ttl of every claim', parsePositiveInt, 10_000)
     .option('--tick <ms>', 'time between two steps of one worker', parsePositiveInt, 1000)
     .option('--stuck-after <ms>', 'console threshold for stuck leases', parsePositiveInt, 20_000)
+    .option(
+      '--group-members <n>',
+      'members of a demo consumer group sharing 9 partitions, 0..20 (0: no group)',
+      parseNonNegativeInt,
+      3,
+    )
     .option('--no-serve', 'run the fleet only, without the console')
     .option('--host <host>', 'console address to bind', '127.0.0.1')
     .option('--port <port>', 'console port, 0..65535 (0 picks a free one)', parsePort, 7420)
