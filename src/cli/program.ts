@@ -8,6 +8,7 @@ import { Command, Option } from 'commander';
 import { URL_OPTIONS } from '../backends/url.ts';
 import { packageVersion } from '../version.ts';
 import { auditCommand, parseTimeBound } from './commands/audit.ts';
+import { groupsCommand } from './commands/groups.ts';
 import { lsCommand } from './commands/ls.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { parseDuration, pruneCommand } from './commands/prune.ts';
@@ -174,6 +175,18 @@ export function buildProgram(): Command {
     .action((first: string, second: string | undefined, opts, cmd: Command) =>
       releaseCommand(first, second, opts, globalsOf(cmd)),
     );
+
+  program
+    .command('groups')
+    .description('the consumer groups of joinGroup: members, what each holds, whether balanced')
+    .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
+    .option('--group <name>', 'only this group')
+    .option('--json', 'print a JSON array (times as ISO 8601)')
+    .addHelpText(
+      'after',
+      examples(['worklease groups $URL', 'worklease groups $URL --group ingest --json | jq .']),
+    )
+    .action((url: string | undefined, opts, cmd: Command) => groupsCommand(url, opts, globalsOf(cmd)));
 
   program
     .command('audit')
