@@ -55,6 +55,14 @@ export const ThresholdsSchema = z.strictObject({
 export type Thresholds = z.infer<typeof ThresholdsSchema>;
 export const DEFAULT_THRESHOLDS: Thresholds = { expiringFraction: 0.25, stuckAfterMs: 60_000 };
 
+/** An operator's request that the holder hand the lease over (backend clock, ms). */
+export const ReleaseRequestWireSchema = z.strictObject({
+  at: ms,
+  operator: z.string().max(200),
+  reason: z.string().max(2000),
+});
+export type ReleaseRequestWire = z.infer<typeof ReleaseRequestWireSchema>;
+
 /** One lease as the console shows it. Never carries checkpoint bytes. */
 export const LeaseRowSchema = z.strictObject({
   workId: id,
@@ -72,6 +80,11 @@ export const LeaseRowSchema = z.strictObject({
   predecessorEnd: z.enum(['none', 'released', 'expired', 'force-released']),
   ended: z.enum(['released', 'force-released']).nullable(),
   version: z.string().regex(/^[0-9]{1,20}$/),
+  /**
+   * The pending release request, or null. The service always sends it; optional in the schema
+   * only so rows built by older code still validate. Its age is server time minus `at`.
+   */
+  releaseRequest: ReleaseRequestWireSchema.nullable().optional(),
 });
 export type LeaseRow = z.infer<typeof LeaseRowSchema>;
 
@@ -133,7 +146,7 @@ export type RatePoint = z.infer<typeof RatePointSchema>;
 export const AuditEntryWireSchema = z.strictObject({
   id: z.string(),
   at: ms,
-  action: z.literal('force-release'),
+  action: z.enum(['force-release', 'request-release']),
   workId: id,
   operator: z.string(),
   reason: z.string(),
