@@ -239,6 +239,13 @@ return tok .. ' ' .. exp`,
  *   (LF at LF operator LF quoted reason) when an operator asked for one ({@link requestRelease}).
  *   The answer the holder already gets carries it: no extra call, and no extra Redis command in
  *   the script (the request is part of the packed lease the script reads and writes anyway).
+ *   Why in the packed lease and not a hash of its own: a separate HGET per renew would cost
+ *   ≈ 1.3 µs + 0.5 for the call (Cost, below), over 10 % of a renew, for something almost never
+ *   set. Measured (INFO commandstats usec_per_call of EVALSHA, private Redis 7 on this 2-core
+ *   machine under load 11, 15 interleaved blocks of 1000 pipelined renews, best block): 9.15 µs
+ *   with layout 3 before the change, 9.07 µs with layout 4 and no request (the one more capture
+ *   and concatenation is below the noise), 9.65 µs with a pending request of a 37-character reason
+ *   (the longer string is split, rebuilt, stored and streamed on every renew until released).
  */
 export const renew: ScriptDef = {
   numberOfKeys: 5,
