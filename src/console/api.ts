@@ -179,7 +179,7 @@ export type CheckpointPage = z.infer<typeof CheckpointPageSchema>;
 
 const connectionId = z.string().min(1).max(100);
 
-/** A caller's role on one connection: viewer (read), operator (+ force-release), admin (+ connections). */
+/** A caller's role on one connection: viewer (read), operator (+ force-release, request release), admin (+ connections). */
 export const RoleSchema = z.enum(['viewer', 'operator', 'admin']);
 export type Role = z.infer<typeof RoleSchema>;
 
@@ -202,6 +202,8 @@ export const SessionSchema = z.strictObject({
       connectionId,
       role: RoleSchema,
       forceRelease: PermissionSchema,
+      /** Asking the holder to hand a lease over (the same rules as force-release). */
+      requestRelease: PermissionSchema,
       /** Editing, testing or removing this connection. */
       edit: PermissionSchema,
       /** Turning read-only off (it can always be turned on by whoever may edit). */
@@ -300,6 +302,22 @@ export const methods = {
   },
   /** Refused with FORBIDDEN on read-only connections, CONFLICT when the token moved. */
   'lease.forceRelease': {
+    params: z.strictObject({
+      connectionId,
+      workId: id,
+      expectedToken: token,
+      reason: z.string().trim().min(1).max(2000),
+      operator: z.string().trim().min(1).max(200).optional(),
+    }),
+    result: LeaseRowSchema,
+  },
+  /**
+   * Asks the holder to hand the lease over (docs/request-release.md): the same parameters and
+   * rules as force-release (operator role, FORBIDDEN on read-only connections, CONFLICT when the
+   * token moved or the lease is not live, NOT_FOUND without a lease). The lease keeps its token;
+   * the row returned carries the request. Asking again returns the first request.
+   */
+  'lease.requestRelease': {
     params: z.strictObject({
       connectionId,
       workId: id,
