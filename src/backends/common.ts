@@ -4,7 +4,7 @@
  * already validated and normalised; {@link createBackend} wraps it into the
  * public {@link LeaseBackend}.
  */
-import { BackendUnavailableError, InvalidArgumentError } from '../lease/errors.ts';
+import { BackendUnavailableError, ConflictError, InvalidArgumentError } from '../lease/errors.ts';
 import {
   attachTelemetry,
   checkTelemetryOptions,
@@ -18,6 +18,7 @@ import type {
   ChangeBatch,
   ChangeOptions,
   CheckpointRead,
+  CheckpointResult,
   CountOptions,
   DurabilityOptions,
   ForceReleaseOptions,
@@ -30,6 +31,7 @@ import type {
   OpenOptions,
   PruneOptions,
   ReadStateOptions,
+  RequestReleaseOptions,
   StatePage,
 } from '../lease/types.ts';
 import {
@@ -202,7 +204,7 @@ export interface LeaseDriver {
   readonly kind: BackendKind;
   readonly url: string;
   acquire(workId: string, holderId: string, ttlMs: number, stepId: string | null): Promise<LeaseRecord>;
-  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void>;
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<CheckpointResult>;
   renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord>;
   release(record: LeaseRecord): Promise<void>;
   readCheckpoint(record: LeaseRecord): Promise<CheckpointRead>;
@@ -210,6 +212,7 @@ export interface LeaseDriver {
   list(options: DriverListOptions): Promise<LeasePage>;
   count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number>;
   forceRelease(workId: string, expectedToken: bigint, operator: string, reason: string): Promise<LeaseInfo>;
+  requestRelease(workId: string, expectedToken: bigint, operator: string, reason: string): Promise<LeaseInfo>;
   audit(workId: string | undefined, limit: number): Promise<AuditEntry[]>;
   prune(olderThanMs: number, limit: number): Promise<number>;
   readState(workId: string, offset: number, length: number): Promise<StatePage | null>;
@@ -234,6 +237,7 @@ const INSTRUMENTED = [
   'list',
   'count',
   'forceRelease',
+  'requestRelease',
   'audit',
   'prune',
   'readState',
@@ -332,6 +336,19 @@ export function createBackend(
       const reason = checkText('options.reason', o.reason, 2000);
       open();
       return driver.forceRelease(workId, expectedToken, operator, reason);
+    },
+    async requestRelease(workId, options: RequestReleaseOptions) {
+      checkId('workId', workId);
+      const o = checkOptions<RequestReleaseOptions>('options', options, [
+        'expectedToken',
+        'operator',
+        'reason',
+      ]);
+      const expectedToken = checkToken(o.expectedToken, 'options.expectedToken');
+      const operator = checkOperator('options.operator', o.operator);
+      const reason = checkText('options.reason', o.reason, 2000);
+      open();
+      return driver.requestRelease(workId, expectedToken, operator, reason);
     },
     async audit(options: AuditOptions = {}) {
       const o = checkOptions<AuditOptions>('options', options, ['workId', 'limit']);
@@ -437,4 +454,23 @@ export function createBackend(
   };
   attachTelemetry(backend, telemetry);
   return backend;
+}
+
+/** The CONFLICT of a refused requestRelease (both SQL and Redis word it the same way). */
+export function requestConflict(
+  workId: string,
+  expectedToken: bigint,
+  storedToken: bigint,
+  holderId: string,
+  why: string,
+): ConflictError {
+  const text =
+    why === 'token'
+      ? `its fencing token is now ${storedToken}, not ${expectedToken} (it changed hands)`
+      : why === 'expired'
+        ? 'its lease ran out (by the server clock): there is no holder to ask'
+        : `its lease already ended (${why})`;
+  return new ConflictError(`request-release of work item '${workId}' refused: ${text}`, {
+    details: { workId, expectedToken, storedToken, holderId, why },
+  });
 }

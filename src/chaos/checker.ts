@@ -10,7 +10,7 @@
  * "B ended before A started" proves B was applied before A.
  *
  * Violations:
- * - `stale-write`: an acknowledged checkpoint/renew/release whose token was
+ * - `stale-write`: an acknowledged checkpoint/renew/release/requestRelease whose token was
  *   already superseded (an acknowledged acquire or force-release with a
  *   higher token had ended) when the write started.
  * - `token-reissued`: one token handed out by two different acknowledged
@@ -63,7 +63,12 @@ export interface CheckReport {
   violations: Violation[];
 }
 
-const WRITES = new Set(['checkpoint', 'renew', 'release']);
+/**
+ * Calls made under a token that must be refused once the token is superseded. requestRelease is one
+ * of them: the operator names the token it saw, and a request acknowledged after that lease changed
+ * hands would have marked someone else's lease.
+ */
+const WRITES = new Set(['checkpoint', 'renew', 'release', 'requestRelease']);
 
 /** Token comparison on decimal strings without losing precision. */
 function tok(s: string): bigint {

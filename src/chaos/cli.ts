@@ -11,7 +11,7 @@ import { FAULT_KINDS, type FaultKind } from './history.ts';
 import { runChaos } from './runner.ts';
 
 const USAGE = `usage: npm run chaos -- (--backend <url> | --private-redis) [--workers 8] [--items 4] [--seconds 60]
-                      [--ttl-ms 1000] [--fault-every-ms 400] [--faults kill,pause,freeze,force-release,restart,failover]
+                      [--ttl-ms 1000] [--fault-every-ms 400] [--faults kill,pause,freeze,force-release,request-release,restart,failover]
                       [--broken] [--keep] [--verbose]
 
   --backend        postgres://…, redis://…, redis+cluster://h1:p1,h2:p2,…, pglite://memory

@@ -1,6 +1,6 @@
 /**
  * What the chaos harness records. Every lease call a holder makes (through
- * {@link recordingBackend}), every force-release, every injected fault and
+ * {@link recordingBackend}), every force-release and request-release, every injected fault and
  * every `onLost` becomes one event. Events are plain JSON-safe data (tokens as
  * decimal strings) so worker threads can post them and runs can be saved.
  *
@@ -10,7 +10,14 @@
  */
 
 /** The lease calls the checker knows about. */
-export type CallName = 'acquire' | 'readCheckpoint' | 'checkpoint' | 'renew' | 'release' | 'forceRelease';
+export type CallName =
+  | 'acquire'
+  | 'readCheckpoint'
+  | 'checkpoint'
+  | 'renew'
+  | 'release'
+  | 'forceRelease'
+  | 'requestRelease';
 
 /**
  * How a call ended: `ok` (acknowledged), the contract's refusals, or
@@ -60,12 +67,20 @@ export interface LostEvent {
  * it resyncs, is gone); `failover`: the replica was promoted while it lagged (the master's latest
  * acknowledged writes are gone). Both need a private server pair (runner `privateRedis`).
  */
-export type FaultKind = 'kill' | 'pause' | 'freeze' | 'force-release' | 'restart' | 'failover';
+export type FaultKind =
+  | 'kill'
+  | 'pause'
+  | 'freeze'
+  | 'force-release'
+  | 'request-release'
+  | 'restart'
+  | 'failover';
 export const FAULT_KINDS: readonly FaultKind[] = [
   'kill',
   'pause',
   'freeze',
   'force-release',
+  'request-release',
   'restart',
   'failover',
 ];

@@ -6,7 +6,8 @@
  * Faults: server-side connection kills (`pg_terminate_backend`, `CLIENT KILL`),
  * Redis paused (`CLIENT PAUSE`, Redis and Redis Cluster only; it pauses the whole
  * server), holders frozen past their ttl (a blocked event loop, at a random
- * moment or right before a save), and force-releases through `backend.admin`.
+ * moment or right before a save), and force-releases and release requests through `backend.admin`
+ * (a request is one more call under the token the operator saw: see checker.ts).
  * With `privateRedis` the run starts its own master + replica (servers.ts) and
  * adds the data-loss faults: `restart` (the master restarts without
  * persistence: every holder's next call fails with DATASET_LOST, and each
@@ -88,8 +89,8 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 /** The faults that make sense on a backend (the data-loss ones only on a private Redis pair). */
 export function applicableFaults(kind: BackendKind, privateRedis = false): FaultKind[] {
-  if (kind === 'pglite') return ['freeze', 'force-release'];
-  if (kind === 'postgres') return ['kill', 'freeze', 'force-release'];
+  if (kind === 'pglite') return ['freeze', 'force-release', 'request-release'];
+  if (kind === 'postgres') return ['kill', 'freeze', 'force-release', 'request-release'];
   if (kind === 'redis' && privateRedis) return [...FAULT_KINDS];
   return FAULT_KINDS.filter((f) => !DATA_LOSS_FAULTS.has(f));
 }
@@ -437,6 +438,39 @@ async function runOn(options: ChaosOptions, pair: ReplicatedRedis | null): Promi
           });
         } catch (err) {
           history.push({ ...event, token: null, outcome: outcomeOf(err), end: now(), error: String(err) });
+        }
+        return;
+      }
+      case 'request-release': {
+        const item = items[Math.floor(Math.random() * items.length)]!;
+        const admin = await adminNow();
+        const info = await admin.admin.get(item);
+        if (info === null) return;
+        const started = now();
+        const token = info.fencingToken.toString();
+        const event: Omit<CallEvent, 'outcome' | 'end'> = {
+          type: 'call',
+          item,
+          holder: 'operator',
+          call: 'requestRelease',
+          start: started,
+          token,
+        };
+        try {
+          await admin.admin.requestRelease(item, {
+            expectedToken: info.fencingToken,
+            operator: 'chaos',
+            reason: 'chaos fault injection',
+          });
+          history.push({ ...event, outcome: 'ok', end: now() });
+          history.push({
+            type: 'fault',
+            kind: 'request-release',
+            at: started,
+            detail: `${item} from ${info.holderId}`,
+          });
+        } catch (err) {
+          history.push({ ...event, outcome: outcomeOf(err), end: now(), error: String(err) });
         }
         return;
       }

@@ -39,6 +39,8 @@ export interface LeaseJson {
   predecessorEnd: LeaseInfo['predecessorEnd'];
   ended: LeaseInfo['ended'];
   version: string;
+  /** The pending release request (time ISO 8601, backend clock), or null. */
+  releaseRequest: { at: string; operator: string; reason: string } | null;
 }
 
 export function leaseJson(info: LeaseInfo, status: LeaseStatus): LeaseJson {
@@ -59,6 +61,14 @@ export function leaseJson(info: LeaseInfo, status: LeaseStatus): LeaseJson {
     predecessorEnd: info.predecessorEnd,
     ended: info.ended,
     version: info.version.toString(),
+    releaseRequest:
+      info.releaseRequest === null
+        ? null
+        : {
+            at: info.releaseRequest.at.toISOString(),
+            operator: info.releaseRequest.operator,
+            reason: info.releaseRequest.reason,
+          },
   };
 }
 

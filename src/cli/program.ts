@@ -13,6 +13,7 @@ import { lsCommand } from './commands/ls.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { parseDuration, pruneCommand } from './commands/prune.ts';
 import { releaseCommand } from './commands/release.ts';
+import { requestReleaseCommand } from './commands/request-release.ts';
 import { demoCommand, serveCommand } from './commands/serve.ts';
 import { showCommand } from './commands/show.ts';
 import { watchCommand } from './commands/watch.ts';
@@ -189,8 +190,37 @@ export function buildProgram(): Command {
     .action((url: string | undefined, opts, cmd: Command) => groupsCommand(url, opts, globalsOf(cmd)));
 
   program
+    .command('request-release')
+    .description(
+      'ask the holder of a lease to hand it over: it saves and releases at its next renew or checkpoint (clean handoff); audited',
+    )
+    .usage('[options] [url] <workId> --token <n> --reason <text>')
+    .argument('<url-or-workId>', 'backend URL, or the work id when WORKLEASE_URL is set')
+    .argument('[workId]', 'work id')
+    .option(
+      '--token <n>',
+      'the fencing token you saw (from ls/show); refused with CONFLICT if it changed',
+      parseToken,
+    )
+    .option('--expected-token <n>', 'the same as --token (the name release uses)', parseToken)
+    .requiredOption('--reason <text>', 'why (recorded in the audit log and shown to the holder)')
+    .option('--operator <name>', 'who (recorded in the audit log; default the OS user)')
+    .option('--json', 'print the lease, with its request, as JSON')
+    .addHelpText(
+      'after',
+      examples([
+        'worklease show $URL billing/job-17          # note its fencing token, e.g. 41',
+        'worklease request-release $URL billing/job-17 --token 41 --reason "draining node 7"',
+        'worklease show $URL billing/job-17          # the request and its age, until the holder hands over',
+      ]),
+    )
+    .action((first: string, second: string | undefined, opts, cmd: Command) =>
+      requestReleaseCommand(first, second, opts, globalsOf(cmd)),
+    );
+
+  program
     .command('audit')
-    .description('the audit log of admin actions (force-releases), newest first')
+    .description('the audit log of admin actions (force-releases, release requests), newest first')
     .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
     .option('--work-id <workId>', 'only entries about this work item')
     .option('--operator <name>', 'only entries by this operator')

@@ -55,6 +55,14 @@ export const ThresholdsSchema = z.strictObject({
 export type Thresholds = z.infer<typeof ThresholdsSchema>;
 export const DEFAULT_THRESHOLDS: Thresholds = { expiringFraction: 0.25, stuckAfterMs: 60_000 };
 
+/** An operator's request that the holder hand the lease over (backend clock, ms). */
+export const ReleaseRequestWireSchema = z.strictObject({
+  at: ms,
+  operator: z.string().max(200),
+  reason: z.string().max(2000),
+});
+export type ReleaseRequestWire = z.infer<typeof ReleaseRequestWireSchema>;
+
 /** One lease as the console shows it. Never carries checkpoint bytes. */
 export const LeaseRowSchema = z.strictObject({
   workId: id,
@@ -72,6 +80,11 @@ export const LeaseRowSchema = z.strictObject({
   predecessorEnd: z.enum(['none', 'released', 'expired', 'force-released']),
   ended: z.enum(['released', 'force-released']).nullable(),
   version: z.string().regex(/^[0-9]{1,20}$/),
+  /**
+   * The pending release request, or null. The service always sends it; optional in the schema
+   * only so rows built by older code still validate. Its age is server time minus `at`.
+   */
+  releaseRequest: ReleaseRequestWireSchema.nullable().optional(),
 });
 export type LeaseRow = z.infer<typeof LeaseRowSchema>;
 
@@ -133,7 +146,7 @@ export type RatePoint = z.infer<typeof RatePointSchema>;
 export const AuditEntryWireSchema = z.strictObject({
   id: z.string(),
   at: ms,
-  action: z.literal('force-release'),
+  action: z.enum(['force-release', 'request-release']),
   workId: id,
   operator: z.string(),
   reason: z.string(),
@@ -166,7 +179,7 @@ export type CheckpointPage = z.infer<typeof CheckpointPageSchema>;
 
 const connectionId = z.string().min(1).max(100);
 
-/** A caller's role on one connection: viewer (read), operator (+ force-release), admin (+ connections). */
+/** A caller's role on one connection: viewer (read), operator (+ force-release, request release), admin (+ connections). */
 export const RoleSchema = z.enum(['viewer', 'operator', 'admin']);
 export type Role = z.infer<typeof RoleSchema>;
 
@@ -189,6 +202,8 @@ export const SessionSchema = z.strictObject({
       connectionId,
       role: RoleSchema,
       forceRelease: PermissionSchema,
+      /** Asking the holder to hand a lease over (the same rules as force-release). */
+      requestRelease: PermissionSchema,
       /** Editing, testing or removing this connection. */
       edit: PermissionSchema,
       /** Turning read-only off (it can always be turned on by whoever may edit). */
@@ -287,6 +302,22 @@ export const methods = {
   },
   /** Refused with FORBIDDEN on read-only connections, CONFLICT when the token moved. */
   'lease.forceRelease': {
+    params: z.strictObject({
+      connectionId,
+      workId: id,
+      expectedToken: token,
+      reason: z.string().trim().min(1).max(2000),
+      operator: z.string().trim().min(1).max(200).optional(),
+    }),
+    result: LeaseRowSchema,
+  },
+  /**
+   * Asks the holder to hand the lease over (docs/request-release.md): the same parameters and
+   * rules as force-release (operator role, FORBIDDEN on read-only connections, CONFLICT when the
+   * token moved or the lease is not live, NOT_FOUND without a lease). The lease keeps its token;
+   * the row returned carries the request. Asking again returns the first request.
+   */
+  'lease.requestRelease': {
     params: z.strictObject({
       connectionId,
       workId: id,

@@ -25,6 +25,14 @@ export function toLeaseRow(info: LeaseInfo): LeaseRow {
     predecessorEnd: info.predecessorEnd,
     ended: info.ended,
     version: info.version.toString(),
+    releaseRequest:
+      info.releaseRequest === null
+        ? null
+        : {
+            at: info.releaseRequest.at.getTime(),
+            operator: info.releaseRequest.operator,
+            reason: info.releaseRequest.reason,
+          },
   };
 }
 

@@ -593,27 +593,8 @@ class Service implements ConsoleService {
         decoded: decoded.json === undefined ? { kind: decoded.kind, text: decoded.text } : decoded,
       };
     },
-    'lease.forceRelease': async ({ connectionId, workId, expectedToken, reason, operator }, caller) => {
-      const conn = this.visibleConnection(connectionId, caller);
-      const allowed = this.forceReleasePermission(caller, conn);
-      if (!allowed.allowed) throw new ForbiddenError(allowed.reason, { details: { connectionId, workId } });
-      // The audit names the authenticated caller. Only the desktop's one local
-      // user may label the entry otherwise (e.g. on behalf of a colleague).
-      if (caller.via !== 'desktop' && operator !== undefined && operator !== caller.user) {
-        throw new ForbiddenError(
-          `the audit log records the signed-in user ('${caller.user}'); another operator name is refused`,
-          { details: { connectionId, workId } },
-        );
-      }
-      const info = await conn.requireBackend().admin.forceRelease(workId, {
-        expectedToken: BigInt(expectedToken),
-        operator: caller.via === 'desktop' ? (operator ?? caller.user) : caller.user,
-        reason,
-      });
-      conn.model?.applyInfo(info);
-      conn.model?.wake();
-      return toLeaseRow(info);
-    },
+    'lease.forceRelease': (params, caller) => this.operatorAction('force-release', params, caller),
+    'lease.requestRelease': (params, caller) => this.operatorAction('request-release', params, caller),
     'audit.list': async ({ connectionId, workId, limit }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
       const entries = await conn
@@ -639,7 +620,8 @@ class Service implements ConsoleService {
           {
             connectionId: c.id,
             role,
-            forceRelease: this.forceReleasePermission(caller, c),
+            forceRelease: this.operatorPermission(caller, c, 'force-release'),
+            requestRelease: this.operatorPermission(caller, c, 'request-release'),
             edit,
             makeWritable: edit.allowed ? this.makeWritablePermission() : edit,
           },
@@ -648,14 +630,57 @@ class Service implements ConsoleService {
     }),
   };
 
+  /** Force-release and request release: the same checks, the same audit identity, one backend call. */
+  private async operatorAction(
+    action: 'force-release' | 'request-release',
+    p: {
+      connectionId: string;
+      workId: string;
+      expectedToken: string;
+      reason: string;
+      operator?: string | undefined;
+    },
+    caller: Caller,
+  ): Promise<LeaseRow> {
+    const { connectionId, workId } = p;
+    const conn = this.visibleConnection(connectionId, caller);
+    const allowed = this.operatorPermission(caller, conn, action);
+    if (!allowed.allowed) throw new ForbiddenError(allowed.reason, { details: { connectionId, workId } });
+    // The audit names the authenticated caller. Only the desktop's one local
+    // user may label the entry otherwise (e.g. on behalf of a colleague).
+    if (caller.via !== 'desktop' && p.operator !== undefined && p.operator !== caller.user) {
+      throw new ForbiddenError(
+        `the audit log records the signed-in user ('${caller.user}'); another operator name is refused`,
+        { details: { connectionId, workId } },
+      );
+    }
+    const options = {
+      expectedToken: BigInt(p.expectedToken),
+      operator: caller.via === 'desktop' ? (p.operator ?? caller.user) : caller.user,
+      reason: p.reason,
+    };
+    const admin = conn.requireBackend().admin;
+    const info =
+      action === 'force-release'
+        ? await admin.forceRelease(workId, options)
+        : await admin.requestRelease(workId, options);
+    conn.model?.applyInfo(info);
+    conn.model?.wake();
+    return toLeaseRow(info);
+  }
+
   // ---- permissions --------------------------------------------------------------
 
-  private forceReleasePermission(caller: Caller, conn: Connection): Permission {
-    if (this.readOnly) return denied('the console was started read-only: force-release is refused');
+  private operatorPermission(
+    caller: Caller,
+    conn: Connection,
+    action: 'force-release' | 'request-release',
+  ): Permission {
+    if (this.readOnly) return denied(`the console was started read-only: ${action} is refused`);
     if (conn.input.readOnly) {
-      return denied(`connection '${conn.input.name}' is read-only: force-release is refused`);
+      return denied(`connection '${conn.input.name}' is read-only: ${action} is refused`);
     }
-    return this.rolePermission(caller, conn.input.name, 'operator', 'force-release');
+    return this.rolePermission(caller, conn.input.name, 'operator', action);
   }
 
   /** Editing `conn` (null: adding a connection). */

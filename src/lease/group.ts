@@ -10,12 +10,26 @@
  *   (two `list` calls and one `serverTime`), ranks the live members by holder
  *   id and computes its share: `⌊n/m⌋`, plus one for the first `n mod m`
  *   ranks, so the shares add up to exactly `n`;
- * - a member over its share hands over the surplus itself: `onRevoked` (the
- *   work saves its checkpoint and stops), then a release, so the next holder
- *   starts with a clean handoff and the last checkpoint;
  * - a member under its share acquires free items (never held, released, or
  *   run out — a dead member's items are free once their leases expire, and
- *   the next holder resumes from their last checkpoint with `expired` true).
+ *   the next holder resumes from their last checkpoint with `expired` true);
+ * - when the free items do not make up its share (a member joined), it asks
+ *   the members over their share to hand over their surplus through
+ *   request-release (`admin.requestRelease`) and waits for exactly those items
+ *   (a waiting claim). Which items: every member computes the same plan from
+ *   the same listing — each over-share member's surplus is the items it would
+ *   shed itself (its highest work ids beyond its share), all surpluses sorted
+ *   by work id, dealt to the under-share members in rank order — so each
+ *   surplus item is asked for by one member only (no thundering herd) and
+ *   the moves add up to the shares;
+ * - the holder of a requested item learns of it from its next heartbeat
+ *   (no extra call), runs `onRevoked(workId, 'requested')` (the work saves
+ *   its checkpoint and stops), then releases, so the requester starts with a
+ *   clean handoff and the last checkpoint. Any request is honoured, also one
+ *   an operator made from the console;
+ * - as a fallback, a member that stays over its share for a while (two
+ *   rebalances and half a ttl, {@link SHED_AFTER_ROUNDS}) hands over its
+ *   surplus itself (onRevoked 'rebalance', release): see there why.
  *
  * When members join or leave, every member's share changes at its next
  * rebalance and the group settles where each live member holds its share.
@@ -31,7 +45,25 @@ import { checkId, checkOptions, checkTtl } from './validate.ts';
 /** Claims of free items in flight at once during a rebalance. */
 const TAKE_PARALLEL = 8;
 
-export type RevokeReason = 'rebalance' | 'lost' | 'leave';
+/**
+ * How long a member must have been over its share, in rebalances plus heartbeats, before it sheds
+ * its surplus without being asked: `SHED_AFTER_ROUNDS * rebalanceMs + ttlMs / 2`. Requests do the
+ * moving; this fallback is kept because the plan is computed from each member's own listing, and
+ * views can disagree for a while (a member whose membership lease one side does not see yet, a
+ * requester that died between its request and its claim, a request refused because the item
+ * changed hands meanwhile). Without it such an imbalance could last until the views happen to
+ * agree. The wait covers a requester's next rebalance and the holder's next heartbeat (ttl / 3),
+ * which is how long a request takes to arrive; with 3 rounds only (no ttl part) the 12-member test
+ * saw 7 of 27 join hand-overs shed before the request was heard.
+ */
+const SHED_AFTER_ROUNDS = 2;
+
+/**
+ * Why an item left this member: `requested` (a release was requested, by another member taking
+ * its share or by an operator), `rebalance` (over its share for a while, or the item left the
+ * source), `lost` (the lease was lost), `leave` (this member leaves).
+ */
+export type RevokeReason = 'requested' | 'rebalance' | 'lost' | 'leave';
 
 export interface GroupOptions {
   /** The group's name; members of one group share it. */
@@ -49,9 +81,9 @@ export interface GroupOptions {
   /** Called when this member took an item. The work runs under `holder` (save checkpoints, watch `holder.signal`). */
   onAssigned: (holder: LeaseHolder) => void | Promise<void>;
   /**
-   * Called when an item leaves this member: `rebalance` (awaited, then the lease is released: save
-   * the last checkpoint and stop before the promise resolves), `lost` (the lease was lost; write
-   * nothing more), `leave` (awaited, then released). Default none.
+   * Called when an item leaves this member: `requested` and `rebalance` (awaited, then the lease is
+   * released: save the last checkpoint and stop before the promise resolves), `lost` (the lease was
+   * lost; write nothing more), `leave` (awaited, then released). Default none.
    */
   onRevoked?: (workId: string, reason: RevokeReason, holder: LeaseHolder) => void | Promise<void>;
 }
@@ -154,6 +186,12 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
   let membership = await claim(backend, memberWorkId(group, holderId), holderId, { ttlMs });
   membership.heartbeat({});
   const held = new Map<string, LeaseHolder>();
+  /** Items this member asked for and is waiting to claim. */
+  const pending = new Set<string>();
+  /** Ends the waiting claims of {@link pending} when the member leaves (one controller per claim). */
+  const waits = new Set<AbortController>();
+  /** Monotonic time since which this member is over its share, or null. */
+  let overSince: number | null = null;
   let members: string[] = [holderId];
   let stopped = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -177,13 +215,24 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
     if (!h.lost) await h.release().catch(() => {});
   };
 
-  const take = async (workId: string): Promise<boolean> => {
+  const take = async (workId: string, waitMs = 0): Promise<boolean> => {
     let h: LeaseHolder;
+    const wait = new AbortController();
+    waits.add(wait);
     try {
-      h = await claim(backend, workId, holderId, { ttlMs });
+      h = await claim(backend, workId, holderId, {
+        ttlMs,
+        waitMs,
+        signal: wait.signal,
+        onReleaseRequested: (_request, holder) => {
+          if (held.get(workId) === holder) void drop(workId, 'requested');
+        },
+      });
     } catch (err) {
       if (err instanceof WorkleaseError && err.code === ErrorCode.LEASE_HELD) return false;
       throw err;
+    } finally {
+      waits.delete(wait);
     }
     held.set(workId, h);
     h.heartbeat({});
@@ -245,11 +294,14 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
     await Promise.all([...held.keys()].filter((id) => !wanted.has(id)).map((id) => drop(id, 'rebalance')));
     if (stopped) return;
     if (held.size > share) {
+      overSince ??= performance.now();
+      if (performance.now() - overSince < SHED_AFTER_ROUNDS * rebalanceMs + ttlMs / 2) return;
       const surplus = [...held.keys()].sort().slice(share);
       await Promise.all(surplus.map((id) => drop(id, 'rebalance')));
       return;
     }
-    if (held.size === share) return;
+    overSince = null;
+    if (held.size + pending.size >= share) return;
     const byId = new Map(itemLeases.map((l) => [l.workId, l]));
     const free = ids.filter((id) => !held.has(id) && !live(byId.get(id)));
     const start = spread(holderId, free.length);
@@ -269,6 +321,66 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
     };
     let inFlight = 0;
     await Promise.all(Array.from({ length: TAKE_PARALLEL }, worker));
+    if (stopped || held.size + pending.size >= share) return;
+    askForSurplus(ids, members, itemLeases.filter(live));
+  };
+
+  /**
+   * The plan of the module comment: the surplus items dealt to the under-share members in rank
+   * order, the same on every member for the same listing. This member asks for its part (each
+   * request names the token it saw, so a lease that changed hands meanwhile is not disturbed) and
+   * waits for each item with a claim woken by the release.
+   */
+  const askForSurplus = (ids: readonly string[], ranked: readonly string[], liveItems: LeaseInfo[]): void => {
+    const n = ids.length;
+    const m = ranked.length;
+    const shareOf = (r: number): number => Math.floor(n / m) + (r < n % m ? 1 : 0);
+    const wanted = new Set(ids);
+    const heldBy = new Map<string, LeaseInfo[]>();
+    for (const l of liveItems) {
+      if (!wanted.has(l.workId)) continue;
+      heldBy.set(l.holderId, [...(heldBy.get(l.holderId) ?? []), l]);
+    }
+    const surplus: LeaseInfo[] = [];
+    for (const [r, member] of ranked.entries()) {
+      if (member === holderId) continue;
+      const theirs = (heldBy.get(member) ?? []).sort((a, b) => (a.workId < b.workId ? -1 : 1));
+      surplus.push(...theirs.slice(shareOf(r)));
+    }
+    surplus.sort((a, b) => (a.workId < b.workId ? -1 : a.workId > b.workId ? 1 : 0));
+    let offset = 0;
+    let mine: LeaseInfo[] = [];
+    for (const [r, member] of ranked.entries()) {
+      const have = member === holderId ? held.size + pending.size : (heldBy.get(member)?.length ?? 0);
+      const need = Math.max(0, shareOf(r) - have);
+      if (member === holderId) {
+        mine = surplus.slice(offset, offset + need);
+        break;
+      }
+      offset += need;
+    }
+    for (const l of mine) {
+      if (pending.has(l.workId) || held.has(l.workId)) continue;
+      pending.add(l.workId);
+      void (async () => {
+        try {
+          await backend.admin.requestRelease(l.workId, {
+            expectedToken: l.fencingToken,
+            operator: holderId,
+            reason: `group ${group}: handing over to ${holderId} (rebalance)`,
+          });
+          // The holder hears it at its next heartbeat (ttl / 3), saves and releases.
+          if (!stopped) await take(l.workId, ttlMs);
+        } catch (err) {
+          // CONFLICT / NOT_FOUND: it changed hands or ended meanwhile; LEASE_HELD: not handed over in
+          // time. The next rebalance plans again from a fresh listing.
+          if (!(err instanceof WorkleaseError) && !stopped)
+            logger.warn({ group, holderId, err }, 'worklease group hand-over failed');
+        } finally {
+          pending.delete(l.workId);
+        }
+      })();
+    }
   };
 
   const rebalance = (): Promise<void> => {
@@ -304,7 +416,9 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
     async leave() {
       stopped = true;
       clearTimeout(timer);
+      for (const wait of waits) wait.abort(new Error('the member left the group'));
       await running;
+      while (pending.size > 0) await new Promise((r) => setTimeout(r, 10));
       for (const id of [...held.keys()]) await drop(id, 'leave');
       if (!membership.lost) await membership.release().catch(() => {});
     },

@@ -48,7 +48,7 @@ import {
   WorkleaseError,
 } from './errors.ts';
 import { type Telemetry, telemetryOf } from './telemetry.ts';
-import type { LeaseBackend, LeaseRecord } from './types.ts';
+import type { LeaseBackend, LeaseRecord, ReleaseRequest } from './types.ts';
 import { checkNewId, checkOptions, checkTtl } from './validate.ts';
 import { wakeHub } from './wait.ts';
 
@@ -86,6 +86,14 @@ export interface ClaimOptions extends HolderOptions {
   waitPollMs?: number;
   /** Aborts a waiting claim: it rejects with the signal's reason. Does not affect the lease once taken. */
   signal?: AbortSignal;
+  /**
+   * Called once when the holder learns that an operator asked it to hand the lease over
+   * (`admin.requestRelease`): from the answer of a renew (the heartbeat's too) or a save, with no
+   * extra call. A cooperating holder saves a checkpoint and releases, so the next holder starts
+   * with a clean handoff. The lease stays this holder's until then. See also
+   * {@link LeaseHolder.releaseSignal}.
+   */
+  onReleaseRequested?: (request: ReleaseRequest, holder: LeaseHolder) => void;
 }
 
 export interface HeartbeatOptions {
@@ -117,6 +125,14 @@ export interface LeaseHolder {
   readonly state: Uint8Array | null;
   /** Aborted when the lease is lost; its reason is the {@link LeaseLostError}. Pass it to the work. */
   readonly signal: AbortSignal;
+  /**
+   * Aborted when an operator asked for the lease to be handed over (its reason is the
+   * {@link ReleaseRequest}); distinct from {@link signal}: the lease is still held, and the work
+   * should checkpoint and end so the holder can release.
+   */
+  readonly releaseSignal: AbortSignal;
+  /** The release request this holder learnt of, or null. */
+  readonly releaseRequested: ReleaseRequest | null;
   readonly ttlMs: number;
   /** The latest record returned by the backend. */
   readonly record: LeaseRecord;
@@ -186,6 +202,13 @@ class Holder implements LeaseHolder {
   private readonly marginMs: number;
   private readonly clock: Clock;
   private readonly controller = new AbortController();
+  private readonly releaseController = new AbortController();
+  releaseRequested: ReleaseRequest | null = null;
+  /** Monotonic time at which the request was learnt, and its age (backend clock) at that moment. */
+  private requestSeen: { at: number; ageMs: number } | null = null;
+  /** Backend clock minus local wall clock, from the latest acquire/renew answer (for the latency metric only). */
+  private offsetMs = 0;
+  onReleaseRequested: ((request: ReleaseRequest, holder: LeaseHolder) => void) | undefined;
   /** Monotonic time until which the lease is proven (start of the latest acknowledged call + ttl). */
   private provenUntil: number;
   private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
@@ -224,6 +247,7 @@ class Holder implements LeaseHolder {
     this.marginMs = init.marginMs;
     this.clock = init.clock;
     this.provenUntil = init.provenUntil;
+    this.noteOffset(record);
     this.endedPromise = new Promise<never>((_, reject) => {
       this.rejectEnded = reject;
     });
@@ -234,6 +258,34 @@ class Holder implements LeaseHolder {
 
   get signal(): AbortSignal {
     return this.controller.signal;
+  }
+
+  get releaseSignal(): AbortSignal {
+    return this.releaseController.signal;
+  }
+
+  /** A record's expiry is the backend's now + ttl at the call: that gives the clock offset, roughly. */
+  private noteOffset(record: LeaseRecord): void {
+    this.offsetMs = record.expiresAt.getTime() - this.ttlMs - Date.now();
+  }
+
+  /** Takes note of a release request carried by a renew or save answer (once per lease). */
+  private noteRequest(request: ReleaseRequest | undefined): void {
+    if (request === undefined || this.releaseRequested !== null || this.ended !== undefined) return;
+    this.releaseRequested = request;
+    this.requestSeen = { at: this.clock(), ageMs: Date.now() + this.offsetMs - request.at.getTime() };
+    this.telemetry.logger.info(
+      {
+        workId: this.workId,
+        holderId: this.holderId,
+        fencingToken: this.token.toString(),
+        operator: request.operator,
+        reason: request.reason,
+      },
+      'worklease holder was asked to release its lease',
+    );
+    this.releaseController.abort(request);
+    callSafely((r: ReleaseRequest) => this.onReleaseRequested?.(r, this), request);
   }
 
   get lost(): boolean {
@@ -389,12 +441,15 @@ class Holder implements LeaseHolder {
     if (!(state instanceof Uint8Array))
       throw new InvalidArgumentError('state must be a Uint8Array (or Buffer)');
     const copy = state.slice();
-    await this.run((record) => this.backend.checkpoint(record, copy, this.ttlMs));
+    const result = await this.run((record) => this.backend.checkpoint(record, copy, this.ttlMs));
     this.state = copy;
+    this.noteRequest(result?.releaseRequested);
   }
 
   async renew(): Promise<void> {
     this.record = await this.run((record) => this.backend.renew(record, this.ttlMs));
+    this.noteOffset(this.record);
+    this.noteRequest(this.record.releaseRequested);
   }
 
   async release(): Promise<void> {
@@ -422,6 +477,10 @@ class Holder implements LeaseHolder {
       throw err;
     }
     if (this.beat !== undefined) this.stopBeat(this.beat);
+    if (this.requestSeen !== null) {
+      // From the request (backend clock) to this release: its age when learnt plus the time since.
+      this.telemetry.releaseRequestLatency(this.requestSeen.ageMs + (this.clock() - this.requestSeen.at));
+    }
     this.finish(
       'released',
       undefined,
@@ -508,7 +567,13 @@ function checkInterval(value: unknown, ttlMs: number, name: string): number {
 }
 
 const HOLDER_OPTION_KEYS = ['ttlMs', 'stepId', 'safetyMarginMs'] as const;
-const CLAIM_OPTION_KEYS = [...HOLDER_OPTION_KEYS, 'waitMs', 'waitPollMs', 'signal'] as const;
+const CLAIM_OPTION_KEYS = [
+  ...HOLDER_OPTION_KEYS,
+  'waitMs',
+  'waitPollMs',
+  'signal',
+  'onReleaseRequested',
+] as const;
 
 interface WaitSettings {
   waitMs: number;
@@ -665,7 +730,10 @@ export async function claim(
   checkNewId('holderId', holderId);
   const o = checkOptions<ClaimOptions>('options', options, CLAIM_OPTION_KEYS);
   const wait = resolveWait(o);
-  const { waitMs: _w, waitPollMs: _p, signal: _s, ...holderOptions } = o;
+  if (o.onReleaseRequested !== undefined && typeof o.onReleaseRequested !== 'function') {
+    throw new InvalidArgumentError('options.onReleaseRequested must be a function');
+  }
+  const { waitMs: _w, waitPollMs: _p, signal: _s, onReleaseRequested, ...holderOptions } = o;
   const { ttlMs, stepId, marginMs } = resolveHolderOptions(holderOptions);
   const clock = monotonic;
   // The lease is proven from the start of the attempt that won, not from the start of the wait.
@@ -679,6 +747,7 @@ export async function claim(
     provenUntil: start + ttlMs,
     clock,
   });
+  holder.onReleaseRequested = onReleaseRequested;
   try {
     const read = await holder.run((r) => backend.readCheckpoint(r));
     holder.expired = !read.cleanHandoff;
@@ -699,10 +768,25 @@ export interface WithLeaseOptions extends ClaimOptions {
   onLost?: (error: LeaseLostError) => void;
 }
 
+/** What {@link withLease} gives the work function beside the holder. */
+export interface WorkSignals {
+  /** Aborted when the lease is lost: stop and write nothing more (the holder's `signal`). */
+  lost: AbortSignal;
+  /**
+   * Aborted when an operator asked for the lease to be handed over (the holder's `releaseSignal`):
+   * save a checkpoint and return, and withLease releases cleanly.
+   */
+  releaseRequested: AbortSignal;
+}
+
 /**
  * Claims `workId`, heartbeats while `work` runs, and releases cleanly when it
  * resolves. `work` gets the holder; pass `holder.signal` to whatever it awaits
  * so it stops when the lease is lost.
+ *
+ * `work` also gets {@link WorkSignals}: when `releaseRequested` aborts, an operator asked for the
+ * lease; work that saves its checkpoint and returns then is released cleanly, so the next holder
+ * resumes from that checkpoint with a clean handoff.
  *
  * When `work` throws, or the lease is lost, the lease is not released: it is
  * left to run out, so the next holder sees `expired: true` and knows the last
@@ -713,7 +797,7 @@ export async function withLease<T>(
   workId: string,
   holderId: string,
   options: WithLeaseOptions,
-  work: (holder: LeaseHolder) => Promise<T>,
+  work: (holder: LeaseHolder, signals: WorkSignals) => Promise<T>,
 ): Promise<T> {
   const o = checkOptions<WithLeaseOptions>('options', options, [
     'ttlMs',
@@ -725,6 +809,7 @@ export async function withLease<T>(
     'intervalMs',
     'onRenewed',
     'onLost',
+    'onReleaseRequested',
   ]);
   if (typeof work !== 'function') throw new InvalidArgumentError('work must be a function');
   const holderOptions: ClaimOptions = {};
@@ -734,20 +819,24 @@ export async function withLease<T>(
   if (o.waitMs !== undefined) holderOptions.waitMs = o.waitMs;
   if (o.waitPollMs !== undefined) holderOptions.waitPollMs = o.waitPollMs;
   if (o.signal !== undefined) holderOptions.signal = o.signal;
+  if (o.onReleaseRequested !== undefined) holderOptions.onReleaseRequested = o.onReleaseRequested;
   resolveWait(holderOptions);
   const beatOptions: HeartbeatOptions = {};
   if (o.intervalMs !== undefined) beatOptions.intervalMs = o.intervalMs;
   if (o.onRenewed !== undefined) beatOptions.onRenewed = o.onRenewed;
   if (o.onLost !== undefined) beatOptions.onLost = o.onLost;
   // Validate the heartbeat options before the acquire, so bad input writes nothing.
-  const { waitMs: _w, waitPollMs: _p, signal: _s, ...plain } = holderOptions;
+  const { waitMs: _w, waitPollMs: _p, signal: _s, onReleaseRequested: _r, ...plain } = holderOptions;
+  if (o.onReleaseRequested !== undefined && typeof o.onReleaseRequested !== 'function') {
+    throw new InvalidArgumentError('options.onReleaseRequested must be a function');
+  }
   checkInterval(beatOptions.intervalMs, resolveHolderOptions(plain).ttlMs, 'options.intervalMs');
 
   const holder = (await claim(backend, workId, holderId, holderOptions)) as Holder;
   let result: T;
   try {
     holder.heartbeat(beatOptions);
-    result = await work(holder);
+    result = await work(holder, { lost: holder.signal, releaseRequested: holder.releaseSignal });
   } catch (err) {
     holder.abandon(err);
     throw err;

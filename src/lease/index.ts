@@ -15,6 +15,7 @@ export type {
   LeaseHolder,
   LossReason,
   WithLeaseOptions,
+  WorkSignals,
 } from './holder.ts';
 export { claim, DEFAULT_HOLDER_TTL_MS, withLease } from './holder.ts';
 export type { Logger, TelemetryOptions } from './telemetry.ts';

@@ -19,6 +19,11 @@
  *   for a configured time.
  * - **force-release**: an operator ends a lease: its token is bumped so the old
  *   holder is fenced out, and the action is written to the audit log.
+ * - **request release**: an operator asks the holder to hand its lease over: the
+ *   lease is marked (audited, token unchanged), the holder learns it from the answer
+ *   of its next renew or checkpoint, saves a checkpoint and releases, so the next
+ *   holder starts with a clean handoff. Nothing is taken away; force-release is the
+ *   escalation when the holder does not cooperate.
  *
  * All durations are milliseconds and say so in their names (`ttlMs`).
  */
@@ -31,6 +36,25 @@ export interface LeaseRecord {
   readonly fencingToken: bigint;
   /** When the lease runs out, by the backend's clock, as of the last acquire/renew/checkpoint. */
   readonly expiresAt: Date;
+  /**
+   * Set on the record `renew` returns when an operator asked this lease's holder to hand it over
+   * ({@link LeaseAdmin.requestRelease}); absent otherwise. Learnt from the renew's own answer.
+   */
+  readonly releaseRequested?: ReleaseRequest;
+}
+
+/** An operator's request that the holder hand its lease over (see {@link LeaseAdmin.requestRelease}). */
+export interface ReleaseRequest {
+  /** When it was first requested, by the backend's clock. */
+  readonly at: Date;
+  readonly operator: string;
+  readonly reason: string;
+}
+
+/** What `checkpoint` resolves to. */
+export interface CheckpointResult {
+  /** Present when an operator asked the holder to hand the lease over; see {@link LeaseRecord.releaseRequested}. */
+  releaseRequested?: ReleaseRequest;
 }
 
 export interface AcquireOptions {
@@ -74,6 +98,11 @@ export interface LeaseInfo {
   predecessorEnd: PredecessorEnd;
   /** Null while the lease has not been released or force-released (it may still have run out). */
   ended: LeaseEnd | null;
+  /**
+   * The operator's request that this lease's holder hand it over, or null. Cleared whenever the
+   * work item changes hands or ends (acquire, release, force-release, prune).
+   */
+  releaseRequest: ReleaseRequest | null;
   /**
    * Bumped by every write to this work item. With `fencingToken` it orders the
    * versions of one lease row: (token, version) strictly increases.
@@ -131,16 +160,29 @@ export interface ForceReleaseOptions {
   reason: string;
 }
 
+/** Options of {@link LeaseAdmin.requestRelease}: the same shape as {@link ForceReleaseOptions}. */
+export interface RequestReleaseOptions {
+  /** The fencing token the operator saw; the call refuses with CONFLICT if the stored one differs. */
+  expectedToken: bigint;
+  /** Who asked (recorded in the audit log and shown to the holder). */
+  operator: string;
+  /** Why (recorded in the audit log and shown to the holder). Required, non-empty. */
+  reason: string;
+}
+
+export type AuditAction = 'force-release' | 'request-release';
+
 export interface AuditEntry {
   /** Opaque, unique per backend. */
   id: string;
   at: Date;
-  action: 'force-release';
+  action: AuditAction;
   workId: string;
   operator: string;
   reason: string;
   oldHolderId: string;
   oldToken: bigint;
+  /** For a request-release, equal to `oldToken`: a request does not change the token. */
   newToken: bigint;
 }
 
@@ -175,7 +217,14 @@ export interface PruneOptions {
 }
 
 /** What kind of write produced a change. */
-export type ChangeKind = 'acquired' | 'renewed' | 'checkpointed' | 'released' | 'force-released' | 'pruned';
+export type ChangeKind =
+  | 'acquired'
+  | 'renewed'
+  | 'checkpointed'
+  | 'released'
+  | 'force-released'
+  | 'release-requested'
+  | 'pruned';
 
 export interface LeaseChange {
   workId: string;
@@ -215,6 +264,21 @@ export interface LeaseAdmin {
   count(options?: CountOptions): Promise<number>;
   /** Ends a lease at once and fences its holder. See {@link ForceReleaseOptions}. */
   forceRelease(workId: string, options: ForceReleaseOptions): Promise<LeaseInfo>;
+  /**
+   * Asks the holder of the live lease on `workId` to hand it over: marks the lease with
+   * {at (server clock), operator, reason} and writes an audit entry (`request-release`, newToken =
+   * oldToken); the token does not change and nothing is taken away. The holder sees the request in
+   * the answer of its next renew or checkpoint. Returns the lease after the call.
+   *
+   * - NOT_FOUND: the work item has no lease (never acquired, or pruned).
+   * - CONFLICT: the stored token is not `expectedToken` (it changed hands), or the lease is not
+   *   live: released, force-released or ran out by the server's clock (`details.why` says which:
+   *   `token`, `released`, `force-released`, `expired`). Nothing is written.
+   * - Idempotent: asking again on the same lease writes nothing and returns the lease with the
+   *   first request (its `at`, operator and reason are kept; no second audit entry).
+   * - The request is cleared when the work item changes hands or ends.
+   */
+  requestRelease(workId: string, options: RequestReleaseOptions): Promise<LeaseInfo>;
   audit(options?: AuditOptions): Promise<AuditEntry[]>;
   /** Deletes ended work items (their checkpoints too); tokens continue where they were. Returns how many. */
   prune(options: PruneOptions): Promise<number>;
@@ -255,7 +319,9 @@ export interface LeaseBackend {
   /** The largest checkpoint this backend accepts, in bytes. */
   readonly maxStateBytes: number;
   acquire(workId: string, holderId: string, ttlMs: number, options?: AcquireOptions): Promise<LeaseRecord>;
-  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void>;
+  /** Resolves to a {@link CheckpointResult}, which tells whether a release was requested. */
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<CheckpointResult>;
+  /** The record with the new expiry; its `releaseRequested` is set when a release was requested. */
   renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord>;
   release(record: LeaseRecord): Promise<void>;
   readCheckpoint(record: LeaseRecord): Promise<CheckpointRead>;

@@ -265,7 +265,7 @@ describe('dataset identity at open (shared server, own prefixes)', () => {
       open(REDIS_URL, { keyPrefix: prefix }),
     ]);
     const meta = await r.hgetall(L.meta);
-    expect(meta).toMatchObject({ layout: '3', ready: '1', buckets: String(DEFAULT_BUCKETS) });
+    expect(meta).toMatchObject({ layout: '4', ready: '1', buckets: String(DEFAULT_BUCKETS) });
     for (const key of L.id) expect(await r.get(key)).toBe(meta.dataset);
     expect(Array.from((await u1.readCheckpoint(rec)).state ?? [])).toEqual(Array.from(Buffer.from('state')));
     await u2.renew(rec, LIVE);
@@ -275,6 +275,28 @@ describe('dataset identity at open (shared server, own prefixes)', () => {
       holderId: 'h',
       fencingToken: rec.fencingToken,
     });
+  });
+
+  it('upgrades layout 3 in place by its number: leases kept, then release requests work', async () => {
+    const prefix = fresh();
+    const b = await open(REDIS_URL, { keyPrefix: prefix });
+    const rec = await b.acquire('kept3', 'h', LIVE);
+    await b.checkpoint(rec, Buffer.from('s3'), LIVE);
+    await b.close();
+    const r = admin();
+    const L = new Layout(prefix, DEFAULT_BUCKETS);
+    await r.hset(L.meta, 'layout', '3');
+    const refused = await openBackend(REDIS_URL, { keyPrefix: prefix, migrate: false }).catch(
+      (e: unknown) => e,
+    );
+    expect(codeOf(refused)).toBe('SCHEMA_MISMATCH');
+    expect((refused as Error).message).toContain('to upgrade it in place');
+    const dataset = await r.hget(L.meta, 'dataset');
+    const u = await open(REDIS_URL, { keyPrefix: prefix });
+    expect(await r.hgetall(L.meta)).toMatchObject({ layout: '4', ready: '1', dataset });
+    expect(Array.from((await u.readCheckpoint(rec)).state ?? [])).toEqual(Array.from(Buffer.from('s3')));
+    await u.admin.requestRelease('kept3', { expectedToken: rec.fencingToken, operator: 'op', reason: 'r' });
+    expect((await u.renew(rec, LIVE)).releaseRequested).toMatchObject({ operator: 'op', reason: 'r' });
   });
 
   it('refuses, and never recreates, a prefix that lost one bucket or its meta key', async () => {

@@ -240,7 +240,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
       }
       const meta = await admin.hgetall(`${prefix}:meta`);
       expect(meta).toMatchObject({
-        layout: '3',
+        layout: '4',
         buckets: '32',
         ready: '1',
         dataset: expect.stringMatching(/^[0-9a-f]{24}$/),

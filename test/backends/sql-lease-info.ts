@@ -53,7 +53,9 @@ export async function expectLeaseInfoReadsAgree(b: LeaseBackend): Promise<void> 
 
   const got = await b.admin.get(id);
   expect(got).not.toBeNull();
-  for (const [key, value] of Object.entries(got ?? {})) expect(value, `get: ${key}`).not.toBeNull();
+  // Every field but the release request, which a release clears (checked on a live lease below).
+  for (const [key, value] of Object.entries(got ?? {}))
+    if (key !== 'releaseRequest') expect(value, `get: ${key}`).not.toBeNull();
   expect(got).toMatchObject({
     holderId: 'holder-2',
     fencingToken: second.fencingToken,
@@ -76,8 +78,28 @@ export async function expectLeaseInfoReadsAgree(b: LeaseBackend): Promise<void> 
     operator: 'test',
     reason: 'field by field',
   });
-  for (const [key, value] of Object.entries(forced)) expect(value, `forceRelease: ${key}`).not.toBeNull();
+  for (const [key, value] of Object.entries(forced))
+    if (key !== 'releaseRequest') expect(value, `forceRelease: ${key}`).not.toBeNull();
   expectSameFields(await b.admin.get(id), forced, 'get after forceRelease');
   expectSameFields((await b.admin.list({ workIdPrefix: id })).items[0], forced, 'list after forceRelease');
   expectSameFields(await fromChanges(b, cursor, id), forced, 'changes after forceRelease');
+
+  // requestRelease returns the row it wrote, request included; every read agrees with it.
+  const fourth = await b.acquire(id, 'holder-4', 60_000, { stepId: 'step-4' });
+  await b.checkpoint(fourth, new Uint8Array([9]), 60_000);
+  const requested = await b.admin.requestRelease(id, {
+    expectedToken: fourth.fencingToken,
+    operator: 'test',
+    reason: 'field by field\nline two',
+  });
+  expect(requested.releaseRequest).toMatchObject({ operator: 'test', reason: 'field by field\nline two' });
+  expectSameFields(await b.admin.get(id), requested, 'get after requestRelease');
+  expectSameFields(
+    (await b.admin.list({ workIdPrefix: id })).items[0],
+    requested,
+    'list after requestRelease',
+  );
+  expectSameFields(await fromChanges(b, cursor, id), requested, 'changes after requestRelease');
+  // The renew's answer carries the same request, to the millisecond.
+  expect((await b.renew(fourth, 60_000)).releaseRequested).toEqual(requested.releaseRequest);
 }

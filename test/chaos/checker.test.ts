@@ -121,6 +121,23 @@ describe('chaos checker', () => {
     expect(found).toHaveLength(2);
   });
 
+  it('treats requestRelease like any other call under a token: acknowledged after a newer token is stale', () => {
+    const history: HistoryEvent[] = [
+      c('acquire', 'a', 1, 0, 1),
+      // Before the handoff, and refused after it: both fine.
+      c('requestRelease', 'operator', 1, 1.5, 1.8),
+      c('acquire', 'b', 2, 2, 3),
+      c('requestRelease', 'operator', 1, 4, 5, { outcome: 'conflict', error: 'CONFLICT' }),
+      // Unknown outcome: may or may not have been applied, not a violation by itself.
+      c('requestRelease', 'operator', 1, 5, 6, { outcome: 'unavailable' }),
+    ];
+    expect(check(history, []).violations).toEqual([]);
+    const stale = [...history, c('requestRelease', 'operator', 1, 7, 8)];
+    const found = check(stale, []).violations;
+    expect(found.map((x) => x.kind)).toEqual(['stale-write']);
+    expect(found[0]!.message).toContain('requestRelease by operator with token 1');
+  });
+
   it('does not flag a write that overlapped the acquire that superseded it', () => {
     const history: HistoryEvent[] = [
       c('acquire', 'a', 1, 0, 1),

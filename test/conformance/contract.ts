@@ -661,6 +661,7 @@ export function defineConformance(target: BackendTarget): void {
           cleanHandoff: true,
           predecessorEnd: 'none',
           ended: null,
+          releaseRequest: null,
           version: expect.any(BigInt),
           // Backends whose feed coalesces writes count handoffs in the row (see LeaseInfo.handoffs).
           ...(afterAcquire.handoffs === undefined
@@ -985,6 +986,241 @@ export function defineConformance(target: BackendTarget): void {
         expect(await b.admin.audit({ workId: w })).toEqual([]);
         // The holder was not fenced.
         expect((await b.renew(r2, LIVE)).fencingToken).toBe(r2.fencingToken);
+      });
+
+      describe('requestRelease', () => {
+        const ask = (w: string, expectedToken: bigint, reason = 'rebalance', operator = 'alice') =>
+          b.admin.requestRelease(w, { expectedToken, operator, reason });
+
+        it('marks the live lease; the next renew and checkpoint carry the request; token unchanged; audited', async () => {
+          const w = wid('rr');
+          const r1 = await b.acquire(w, 'h1', LIVE);
+          // Nothing requested yet: the answers carry nothing.
+          expect((await b.renew(r1, LIVE)).releaseRequested).toBeUndefined();
+          expect((await b.checkpoint(r1, bytes(1), LIVE)).releaseRequested).toBeUndefined();
+          const before = await info(w);
+          const t0 = (await b.admin.serverTime()).getTime();
+          const marked = await ask(w, r1.fencingToken, 'drain node 7\nthen upgrade');
+          const t1 = (await b.admin.serverTime()).getTime();
+          expect(marked).toMatchObject({
+            workId: w,
+            holderId: 'h1',
+            fencingToken: r1.fencingToken,
+            ended: null,
+            expiresAt: before.expiresAt,
+            releaseRequest: { operator: 'alice', reason: 'drain node 7\nthen upgrade', at: expect.any(Date) },
+          });
+          const at = marked.releaseRequest!.at.getTime();
+          expect(at).toBeGreaterThanOrEqual(t0 - 5);
+          expect(at).toBeLessThanOrEqual(t1 + 5);
+          expect(await info(w)).toEqual(marked);
+          expectIncreasing([before, marked]);
+          expect(marked.version).toBeGreaterThan(before.version);
+
+          const renewed = await b.renew(r1, LIVE);
+          expect(renewed.releaseRequested).toEqual(marked.releaseRequest);
+          expect(renewed.fencingToken).toBe(r1.fencingToken);
+          const saved = await b.checkpoint(renewed, bytes(4, 2), LIVE);
+          expect(saved.releaseRequested).toEqual(marked.releaseRequest);
+          // The request survives the holder's own writes until the lease changes hands.
+          expect((await info(w)).releaseRequest).toEqual(marked.releaseRequest);
+
+          const entries = await b.admin.audit({ workId: w });
+          expect(entries).toEqual([
+            {
+              id: expect.any(String),
+              at: marked.releaseRequest!.at,
+              action: 'request-release',
+              workId: w,
+              operator: 'alice',
+              reason: 'drain node 7\nthen upgrade',
+              oldHolderId: 'h1',
+              oldToken: r1.fencingToken,
+              newToken: r1.fencingToken,
+            },
+          ]);
+        });
+
+        it('asking again keeps the first request and writes nothing more', async () => {
+          const w = wid('rr-again');
+          const r1 = await b.acquire(w, 'h1', LIVE);
+          const first = await ask(w, r1.fencingToken, 'first', 'alice');
+          const again = await ask(w, r1.fencingToken, 'second', 'bob');
+          expect(again).toEqual(first);
+          expect(await info(w)).toEqual(first);
+          expect((await b.admin.audit({ workId: w })).map((e) => e.reason)).toEqual(['first']);
+        });
+
+        it('a cooperating holder checkpoints and releases: the request is cleared and the next lease starts clean', async () => {
+          const w = wid('rr-handoff');
+          const r1 = await b.acquire(w, 'h1', LIVE);
+          await ask(w, r1.fencingToken);
+          const { releaseRequested } = await b.checkpoint(r1, bytes(7, 7), LIVE);
+          expect(releaseRequested?.operator).toBe('alice');
+          await b.release(r1);
+          expect((await info(w)).releaseRequest).toBeNull();
+          const r2 = await b.acquire(w, 'h2', LIVE);
+          const read = await b.readCheckpoint(r2);
+          expect(read.cleanHandoff).toBe(true);
+          expect(Array.from(read.state!)).toEqual([7, 7]);
+          expect(await info(w)).toMatchObject({ releaseRequest: null, predecessorEnd: 'released' });
+          expect((await b.renew(r2, LIVE)).releaseRequested).toBeUndefined();
+        });
+
+        it('is cleared by a force-release and by an acquire after expiry', async () => {
+          const forced = wid('rr-forced');
+          const f1 = await b.acquire(forced, 'h1', LIVE);
+          await ask(forced, f1.fencingToken);
+          const after = await b.admin.forceRelease(forced, {
+            expectedToken: f1.fencingToken,
+            operator: 'bob',
+            reason: 'escalated',
+          });
+          expect(after.releaseRequest).toBeNull();
+          const f2 = await b.acquire(forced, 'h2', LIVE);
+          expect((await b.renew(f2, LIVE)).releaseRequested).toBeUndefined();
+
+          const ran = wid('rr-ran-out');
+          const e1 = await b.acquire(ran, 'h1', LIVE);
+          await ask(ran, e1.fencingToken);
+          await b.renew(e1, SHORT);
+          await waitPast((await info(ran)).expiresAt);
+          const e2 = await b.acquire(ran, 'h2', LIVE);
+          expect((await info(ran)).releaseRequest).toBeNull();
+          expect((await b.renew(e2, LIVE)).releaseRequested).toBeUndefined();
+          expect((await b.checkpoint(e2, bytes(1), LIVE)).releaseRequested).toBeUndefined();
+        });
+
+        it('a wrong token is CONFLICT and writes nothing', async () => {
+          const w = wid('rr-conflict');
+          const r1 = await b.acquire(w, 'h1', LIVE);
+          await b.release(r1);
+          const r2 = await b.acquire(w, 'h2', LIVE);
+          const before = await info(w);
+          for (const expectedToken of [r1.fencingToken, r2.fencingToken + 99n]) {
+            const err = await expectError(() => ask(w, expectedToken), ConflictError, ErrorCode.CONFLICT);
+            expect(err.details).toMatchObject({ why: 'token', storedToken: r2.fencingToken });
+          }
+          expect(await info(w)).toEqual(before);
+          expect(await b.admin.audit({ workId: w })).toEqual([]);
+          expect((await b.renew(r2, LIVE)).releaseRequested).toBeUndefined();
+        });
+
+        it('a lease that is not live (released, force-released, ran out) is CONFLICT; none at all is NOT_FOUND', async () => {
+          const released = wid('rr-released');
+          const r = await b.acquire(released, 'h1', LIVE);
+          await b.release(r);
+          const forced = wid('rr-was-forced');
+          const f = await b.acquire(forced, 'h1', LIVE);
+          const fi = await b.admin.forceRelease(forced, {
+            expectedToken: f.fencingToken,
+            operator: 'o',
+            reason: 'r',
+          });
+          const ran = wid('rr-expired');
+          const e = await expiredLease(ran, 'h1');
+          for (const [w, token, why] of [
+            [released, r.fencingToken, 'released'],
+            [forced, fi.fencingToken, 'force-released'],
+            [ran, e.fencingToken, 'expired'],
+          ] as const) {
+            const before = await info(w);
+            const err = await expectError(() => ask(w, token), ConflictError, ErrorCode.CONFLICT);
+            expect(err.details, w).toMatchObject({ why });
+            expect(await info(w)).toEqual(before);
+            expect(
+              (await b.admin.audit({ workId: w })).filter((x) => x.action === 'request-release'),
+            ).toEqual([]);
+          }
+          const none = wid('rr-none');
+          await expectError(() => ask(none, 1n), NotFoundError, ErrorCode.NOT_FOUND);
+          expect(await b.admin.get(none)).toBeNull();
+        });
+
+        it('shows in the change feed as release-requested', async () => {
+          const w = wid('rr-feed');
+          const r1 = await b.acquire(w, 'h1', LIVE);
+          const cursor = await b.admin.changeCursor();
+          const marked = await ask(w, r1.fencingToken);
+          let found: LeaseChange | undefined;
+          let c = cursor;
+          for (let i = 0; i < 50 && found === undefined; i++) {
+            const batch = await b.admin.changes({ cursor: c, limit: 1000 });
+            found = batch.changes.find((x) => x.workId === w);
+            c = batch.cursor;
+            if (found === undefined) await sleep(20);
+          }
+          expect(found).toMatchObject({ kind: 'release-requested', version: marked.version });
+          expect(found!.lease).toEqual(marked);
+        });
+
+        it('bad input is INVALID_ARGUMENT before any I/O and the lease is unchanged', async () => {
+          const w = wid('rr-bad');
+          const rec = await b.acquire(w, 'h1', LIVE);
+          const t = rec.fencingToken;
+          const before = await info(w);
+          const calls: [string, () => Promise<unknown>][] = [
+            ['no reason', () => b.admin.requestRelease(w, { expectedToken: t, operator: 'op' } as never)],
+            [
+              'empty reason',
+              () => b.admin.requestRelease(w, { expectedToken: t, operator: 'op', reason: '' }),
+            ],
+            [
+              'blank reason',
+              () => b.admin.requestRelease(w, { expectedToken: t, operator: 'op', reason: ' \n ' }),
+            ],
+            [
+              'reason too long',
+              () => b.admin.requestRelease(w, { expectedToken: t, operator: 'op', reason: 'x'.repeat(2001) }),
+            ],
+            ['no operator', () => b.admin.requestRelease(w, { expectedToken: t, reason: 'r' } as never)],
+            [
+              'operator with a newline',
+              () => b.admin.requestRelease(w, { expectedToken: t, operator: 'a\nb', reason: 'r' }),
+            ],
+            [
+              'number token',
+              () => b.admin.requestRelease(w, { expectedToken: 1 as never, operator: 'op', reason: 'r' }),
+            ],
+            [
+              'string token',
+              () =>
+                b.admin.requestRelease(w, { expectedToken: String(t) as never, operator: 'op', reason: 'r' }),
+            ],
+            [
+              'zero token',
+              () => b.admin.requestRelease(w, { expectedToken: 0n, operator: 'op', reason: 'r' }),
+            ],
+            [
+              'empty work id',
+              () => b.admin.requestRelease('', { expectedToken: t, operator: 'op', reason: 'r' }),
+            ],
+            [
+              'work id with a control character',
+              () => b.admin.requestRelease('a\u0000', { expectedToken: t, operator: 'op', reason: 'r' }),
+            ],
+            ['no options', () => b.admin.requestRelease(w, undefined as never)],
+            [
+              'unknown option',
+              () =>
+                b.admin.requestRelease(w, {
+                  expectedToken: t,
+                  operator: 'op',
+                  reason: 'r',
+                  force: true,
+                } as never),
+            ],
+          ];
+          for (const [label, call] of calls) {
+            try {
+              await expectError(call, InvalidArgumentError, ErrorCode.INVALID_ARGUMENT);
+            } catch (err) {
+              throw new Error(`${label}: ${(err as Error).message}`, { cause: err });
+            }
+            expect(await info(w), `${label} must not write`).toEqual(before);
+          }
+          expect(await b.admin.audit({ workId: w })).toEqual([]);
+        });
       });
 
       it('forceRelease of an unknown work id is NOT_FOUND and writes nothing', async () => {
@@ -1503,6 +1739,10 @@ export function defineConformance(target: BackendTarget): void {
           ['get', () => b.admin.get(w)],
           ['list', () => b.admin.list()],
           ['forceRelease', () => b.admin.forceRelease(w, { expectedToken: 1n, operator: 'op', reason: 'r' })],
+          [
+            'requestRelease',
+            () => b.admin.requestRelease(w, { expectedToken: 1n, operator: 'op', reason: 'r' }),
+          ],
           ['audit', () => b.admin.audit()],
           ['prune', () => b.admin.prune({ olderThanMs: 0 })],
           ['readState', () => b.admin.readState(w)],

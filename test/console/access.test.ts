@@ -65,6 +65,29 @@ describe('a shared service', () => {
     ).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
+  it('request-release needs the operator role: a viewer is FORBIDDEN, an operator is recorded as itself', async () => {
+    const operator: Caller = { user: 'olivia', via: 'token', roles: { main: 'operator' } };
+    const rec = await backend.acquire('acc-rr', 'worker-1', 60_000);
+    const params = {
+      connectionId: ids(shared).main!,
+      workId: 'acc-rr',
+      expectedToken: rec.fencingToken.toString(),
+      reason: 'drain',
+    };
+    await expect(shared.handle('lease.requestRelease', params, viewer)).rejects.toMatchObject({
+      code: 'FORBIDDEN',
+    });
+    const session = await shared.handle('console.session', {}, viewer);
+    expect(session.connections[0]?.requestRelease).toMatchObject({ allowed: false });
+    expect((await backend.admin.get('acc-rr'))?.releaseRequest).toBeNull();
+    await expect(
+      shared.handle('lease.requestRelease', { ...params, operator: 'someone-else' }, operator),
+    ).rejects.toMatchObject({ code: 'FORBIDDEN' });
+    await shared.waitLive(ids(shared).main!);
+    const row = await shared.handle('lease.requestRelease', params, operator);
+    expect(row.releaseRequest).toMatchObject({ operator: 'olivia', reason: 'drain' });
+  });
+
   it('never turns read-only off, even for an admin, and refuses a url test', async () => {
     await expect(
       shared.handle('connections.update', { id: ids(shared).locked!, changes: { readOnly: false } }, admin),

@@ -166,6 +166,96 @@ describe('console service on PGlite', () => {
     expect(service.model(rw)!.get('job-f')?.ended).toBe('force-released');
   });
 
+  it('requests a release: the row carries the request (server ms), the token stays, audited; a moved token is CONFLICT', async () => {
+    const rec = await backend.acquire('job-rr', 'worker-3', 60_000);
+    expect(
+      await codeOf(
+        service.call('lease.requestRelease', {
+          connectionId: rw,
+          workId: 'job-rr',
+          expectedToken: (rec.fencingToken + 5n).toString(),
+          reason: 'x',
+        }),
+      ),
+    ).toBe('CONFLICT');
+    expect((await backend.admin.get('job-rr'))?.releaseRequest).toBeNull();
+    const before = (await backend.admin.serverTime()).getTime();
+    const row = await call(service, 'lease.requestRelease', {
+      connectionId: rw,
+      workId: 'job-rr',
+      expectedToken: rec.fencingToken.toString(),
+      reason: 'drain node 7',
+    });
+    expect(row).toMatchObject({
+      fencingToken: rec.fencingToken.toString(),
+      ended: null,
+      releaseRequest: { operator: userInfo().username, reason: 'drain node 7', at: expect.any(Number) },
+    });
+    expect(row.releaseRequest!.at).toBeGreaterThanOrEqual(before - 5);
+    // The holder hears it from its renew; the model shows it too.
+    expect((await backend.renew(rec, 60_000)).releaseRequested?.reason).toBe('drain node 7');
+    await until(
+      'the model shows the request',
+      () => service.model(rw)!.get('job-rr')?.releaseRequest?.reason === 'drain node 7',
+    );
+    const audit = await call(service, 'audit.list', { connectionId: rw, workId: 'job-rr' });
+    expect(audit).toMatchObject([
+      {
+        action: 'request-release',
+        operator: userInfo().username,
+        oldToken: rec.fencingToken.toString(),
+        newToken: rec.fencingToken.toString(),
+      },
+    ]);
+    // The fleet snapshot carries it on the wire as well.
+    const snap = await call(service, 'fleet.snapshot', { connectionId: rw });
+    expect(JSON.stringify(snap)).toContain('drain node 7');
+    // Once released, the request is gone from the row.
+    await backend.release(rec);
+    const after = await call(service, 'lease.get', { connectionId: rw, workId: 'job-rr' });
+    expect(after?.releaseRequest).toBeNull();
+  });
+
+  it('refuses request-release on a read-only connection (FORBIDDEN), and says so in the session', async () => {
+    const rec = await backend.acquire('job-rr-ro', 'worker-1', 60_000);
+    const attempt = service.call('lease.requestRelease', {
+      connectionId: ro,
+      workId: 'job-rr-ro',
+      expectedToken: rec.fencingToken.toString(),
+      reason: 'should not happen',
+    });
+    expect(await codeOf(attempt)).toBe('FORBIDDEN');
+    expect((await backend.admin.get('job-rr-ro'))?.releaseRequest).toBeNull();
+    const session = await call(service, 'console.session', {});
+    const byId = new Map(session.connections.map((c) => [c.connectionId, c]));
+    expect(byId.get(rw)?.requestRelease).toEqual({ allowed: true });
+    expect(byId.get(ro)?.requestRelease).toMatchObject({
+      allowed: false,
+      reason: expect.stringMatching(/read-only: request-release is refused/),
+    });
+    expect(
+      await codeOf(
+        service.call('lease.requestRelease', {
+          connectionId: rw,
+          workId: 'job-rr-ro',
+          expectedToken: rec.fencingToken.toString(),
+          reason: '  ',
+        }),
+      ),
+    ).toBe('INVALID_ARGUMENT');
+    expect(
+      await codeOf(
+        service.call('lease.requestRelease', {
+          connectionId: rw,
+          workId: 'job-rr-ro',
+          expectedToken: 'not-a-token',
+          reason: 'r',
+        }),
+      ),
+    ).toBe('INVALID_ARGUMENT');
+    expect((await backend.admin.get('job-rr-ro'))?.releaseRequest).toBeNull();
+  });
+
   it('refuses force-release on a read-only connection in the service itself', async () => {
     const rec = await backend.acquire('job-ro', 'worker-1', 60_000);
     const attempt = service.call('lease.forceRelease', {

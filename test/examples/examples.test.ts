@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { main as election } from '../../examples/election.ts';
 import { main as group } from '../../examples/group.ts';
+import { main as requestRelease } from '../../examples/request-release.ts';
 import { main as waiting } from '../../examples/waiting.ts';
 
 describe('examples on pglite://memory', () => {
@@ -14,6 +15,19 @@ describe('examples on pglite://memory', () => {
     expect(r.state).toBe('{"pages":40}');
     expect(r.tokens[1]! > r.tokens[0]!).toBe(true);
     expect(r.waitedMs).toBeGreaterThanOrEqual(250);
+  }, 60_000);
+
+  it('request-release.ts: the asked worker saves and releases; the next resumes from it cleanly; audited', async () => {
+    const r = await requestRelease('pglite://memory');
+    expect(r.asked).toEqual({
+      at: expect.any(Date),
+      operator: 'alice',
+      reason: 'draining node 7 for an upgrade',
+    });
+    expect(r.rows).toBeGreaterThanOrEqual(300);
+    expect(r.state).toBe(JSON.stringify({ rows: r.rows }));
+    expect(r.cleanHandoff).toBe(true);
+    expect(r.audit).toEqual(['request-release']);
   }, 60_000);
 
   it('election.ts: the second term is higher and the deposed leader is refused', async () => {

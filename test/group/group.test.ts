@@ -81,7 +81,8 @@ describe('groups on postgres, with real processes', () => {
 
   /** Waits until the group is balanced and agrees with the backend for three polls in a row. */
   const quiet = async (label: string): Promise<void> => {
-    const deadline = Date.now() + 60_000;
+    const t0 = Date.now();
+    const deadline = t0 + 60_000;
     let streak = 0;
     let last = '';
     while (Date.now() < deadline) {
@@ -114,7 +115,10 @@ describe('groups on postgres, with real processes', () => {
       );
       last = `${label}: m=${m} counts=${counts.join(',')} unheld=${unheld} agree=${agree}`;
       streak = balanced && agree ? streak + 1 : 0;
-      if (streak >= 3) return;
+      if (streak >= 3) {
+        console.log(`${last} after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+        return;
+      }
     }
     throw new Error(`never quiet: ${last}`);
   };
@@ -125,8 +129,21 @@ describe('groups on postgres, with real processes', () => {
     kill('m03');
     kill('m07');
     await quiet('10 members after 2 kills');
+    const beforeAdds = events.length;
     for (const id of ['m12', 'm13', 'm14']) start(id);
     await quiet('13 members after 3 adds');
+    // The joins were served by hand-overs through request-release: the holders were asked
+    // (onRevoked 'requested'), and every item the new members got came by a clean handoff.
+    const addPhase = events.slice(beforeAdds);
+    const newcomers = addPhase.filter((e) => e.ev === 'assigned' && ['m12', 'm13', 'm14'].includes(e.member));
+    const reasons = addPhase.filter((e) => e.ev === 'revoked').map((e) => e.reason);
+    console.log(
+      `joins: ${newcomers.length} items to the new members; revoked: ${reasons.filter((r) => r === 'requested').length} requested, ${reasons.filter((r) => r === 'rebalance').length} self-shed`,
+    );
+    expect(newcomers.length).toBeGreaterThanOrEqual(27);
+    expect(newcomers.filter((e) => e.expired)).toEqual([]);
+    expect(reasons.filter((r) => r === 'requested').length).toBeGreaterThan(0);
+    expect(reasons.filter((r) => r === 'lost')).toEqual([]);
     kill('m00');
     start('m15');
     await quiet('13 members after a kill and an add');

@@ -46,8 +46,8 @@ const member = await joinGroup(backend, {
   group,
   holderId,
   workIds,
-  ttlMs: 5000,
-  rebalanceMs: 700,
+  ttlMs: 3000,
+  rebalanceMs: 500,
   onAssigned(h) {
     const value = h.state === null ? 0 : Number(new TextDecoder().decode(h.state));
     print({ ev: 'assigned', item: h.workId, token: String(h.token), value, expired: h.expired });

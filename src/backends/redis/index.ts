@@ -36,12 +36,14 @@ import type {
   ChangeBatch,
   ChangeKind,
   CheckpointRead,
+  CheckpointResult,
   LeaseBackend,
   LeaseChange,
   LeaseInfo,
   LeasePage,
   LeaseRecord,
   OpenOptions,
+  ReleaseRequest,
   StatePage,
 } from '../../lease/types.ts';
 import {
@@ -49,6 +51,7 @@ import {
   type DriverListOptions,
   type LeaseDriver,
   type ResolvedOptions,
+  requestConflict,
   resolveTarget,
 } from '../common.ts';
 import { socketErrno } from '../errno.ts';
@@ -71,6 +74,7 @@ import {
   encodeListCursor,
   LAYOUT_VERSION,
   Layout,
+  RENUMBERED_LAYOUT,
   UPGRADABLE_LAYOUT,
 } from './layout.ts';
 import type { ScriptDef } from './scripts.ts';
@@ -95,6 +99,7 @@ const S: Record<string, Script> & {
   checkpoint: script(lua.checkpoint),
   release: script(lua.release),
   forceRelease: script(lua.forceRelease),
+  requestRelease: script(lua.requestRelease),
   readCheckpoint: script(lua.readCheckpoint),
   readState: script(lua.readState),
   prune: script(lua.prune),
@@ -186,6 +191,7 @@ const KINDS = new Set<string>([
   'checkpointed',
   'released',
   'force-released',
+  'release-requested',
   'pruned',
 ]);
 
@@ -240,8 +246,11 @@ function parsePacked(workId: string, s: string, skip = 0): LeaseInfo | null {
     if (lf < 0) return null;
     at[k] = lf + 1;
   }
-  if (s.indexOf('\n', at[13]!) >= 0) return null;
-  at[14] = s.length + 1;
+  // After the version, the optional release request (layout.ts): LF at LF operator LF quoted reason.
+  const rq = s.indexOf('\n', at[13]!);
+  at[14] = (rq < 0 ? s.length : rq) + 1;
+  const releaseRequest = rq < 0 ? null : parseRequest(s, rq);
+  if (releaseRequest === undefined) return null;
   return {
     workId,
     holderId: s.slice(at[0]!, end(0)),
@@ -258,7 +267,27 @@ function parsePacked(workId: string, s: string, skip = 0): LeaseInfo | null {
     predecessorEnd: word(s, at[11]!, end(11), PRED_WORDS) ?? 'none',
     ended: word(s, at[12]!, end(12), END_WORDS),
     version: bigint(s, at[13]!, end(13)),
+    releaseRequest,
   };
+}
+
+/**
+ * The release request in `s` from the LF at `from` on: LF at LF operator LF reason (a JSON string
+ * literal). Undefined when malformed.
+ */
+function parseRequest(s: string, from: number): ReleaseRequest | undefined {
+  const a = s.indexOf('\n', from + 1);
+  const b = a < 0 ? -1 : s.indexOf('\n', a + 1);
+  if (b < 0) return undefined;
+  const at = digits(s, from + 1, a);
+  if (!Number.isFinite(at)) return undefined;
+  try {
+    const reason: unknown = JSON.parse(s.slice(b + 1));
+    if (typeof reason !== 'string') return undefined;
+    return { at: new Date(at), operator: s.slice(a + 1, b), reason };
+  } catch {
+    return undefined;
+  }
 }
 
 function fieldMap(fields: readonly string[]): Map<string, string> {
@@ -319,13 +348,15 @@ class RedisDriver implements LeaseDriver {
       }
       await this.refuseOrphanBuckets(readMeta, where);
     }
-    if (migrate && (meta[0] === null || meta[0] === undefined || meta[0] === String(UPGRADABLE_LAYOUT))) {
+    const upgradable = meta[0] === String(UPGRADABLE_LAYOUT) || meta[0] === String(RENUMBERED_LAYOUT);
+    if (migrate && (meta[0] === null || meta[0] === undefined || upgradable)) {
       meta = await this.run<Nullable[]>('migrate', S.migrate, [
         this.layout.meta,
         LAYOUT_VERSION,
         DEFAULT_BUCKETS,
         randomBytes(12).toString('hex'),
         UPGRADABLE_LAYOUT,
+        RENUMBERED_LAYOUT,
       ]);
     }
     const [layout, buckets, dataset, ready] = meta;
@@ -333,7 +364,7 @@ class RedisDriver implements LeaseDriver {
     const known = layout === String(LAYOUT_VERSION) || (migrate && layout === String(UPGRADABLE_LAYOUT));
     if (!known || !Number.isInteger(n) || n < 1 || n > 16384 || typeof dataset !== 'string') {
       const fix =
-        layout === String(UPGRADABLE_LAYOUT)
+        layout === String(UPGRADABLE_LAYOUT) || layout === String(RENUMBERED_LAYOUT)
           ? `; run \`worklease migrate ${this.url}\` (with this key prefix) to upgrade it in place`
           : Number(layout) < UPGRADABLE_LAYOUT
             ? // Layout 1 was never released, so there is nothing to convert (layout.ts): say how to start over.
@@ -582,9 +613,22 @@ class RedisDriver implements LeaseDriver {
     );
   }
 
-  /** Shared outcome handling of renew/checkpoint/release replies: success is the new expiry. */
-  private guarded(record: LeaseRecord, reply: string | unknown[]): number {
-    if (typeof reply === 'string') return Number(reply);
+  /**
+   * Shared outcome handling of renew/checkpoint/release replies: success is the new expiry,
+   * followed by the release request when there is one (scripts.ts, renew).
+   */
+  private guarded(
+    record: LeaseRecord,
+    reply: string | unknown[],
+  ): { expiresAt: number; request?: ReleaseRequest } {
+    if (typeof reply === 'string') {
+      const lf = reply.indexOf('\n');
+      if (lf < 0) return { expiresAt: Number(reply) };
+      const request = parseRequest(reply, lf);
+      if (request === undefined)
+        throw new InternalError(`malformed release request in the reply for '${record.workId}'`);
+      return { expiresAt: Number(reply.slice(0, lf)), request };
+    }
     switch (reply[0]) {
       case 'FENCED':
         throw this.fenced(record, reply[1]);
@@ -630,7 +674,7 @@ class RedisDriver implements LeaseDriver {
     throw new InternalError(`unexpected reply from the Redis acquire script: ${String(reply[0])}`);
   }
 
-  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void> {
+  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<CheckpointResult> {
     const L = this.layout;
     const b = L.bucketOf(record.workId);
     const bytes = Buffer.isBuffer(state)
@@ -643,8 +687,9 @@ class RedisDriver implements LeaseDriver {
       [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!, L.stateKey(b, record.workId)],
       [record.workId, record.fencingToken.toString(), String(ttlMs), bytes],
     );
-    this.guarded(record, reply);
+    const { request } = this.guarded(record, reply);
     await this.confirm('checkpoint', b);
+    return request === undefined ? {} : { releaseRequested: request };
   }
 
   async renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord> {
@@ -657,13 +702,14 @@ class RedisDriver implements LeaseDriver {
       [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!],
       [record.workId, record.fencingToken.toString(), String(ttlMs)],
     );
-    const expiresAt = this.guarded(record, reply);
-    return {
+    const { expiresAt, request } = this.guarded(record, reply);
+    const renewed: LeaseRecord = {
       workId: record.workId,
       holderId: record.holderId,
       fencingToken: record.fencingToken,
       expiresAt: new Date(expiresAt),
     };
+    return request === undefined ? renewed : { ...renewed, releaseRequested: request };
   }
 
   async release(record: LeaseRecord): Promise<void> {
@@ -884,6 +930,46 @@ class RedisDriver implements LeaseDriver {
     }
   }
 
+  async requestRelease(
+    workId: string,
+    expectedToken: bigint,
+    operator: string,
+    reason: string,
+  ): Promise<LeaseInfo> {
+    const L = this.layout;
+    const b = L.bucketOf(workId);
+    const reply = await this.runIn<string | unknown[]>(
+      'requestRelease',
+      S.requestRelease,
+      b,
+      [L.m[b]!, L.chg[b]!, L.wake[b]!, L.aud[b]!],
+      [workId, expectedToken.toString(), operator, reason, JSON.stringify(reason)],
+    );
+    if (typeof reply === 'string') {
+      const info = parsePacked(workId, reply);
+      if (info === null) throw new InternalError(`request-release of '${workId}' returned no lease`);
+      return info;
+    }
+    switch (reply[0]) {
+      case 'NOTFOUND':
+        throw new NotFoundError(`work item '${workId}' has no lease to request the release of`, {
+          details: { workId },
+        });
+      case 'CONFLICT':
+        throw requestConflict(
+          workId,
+          expectedToken,
+          BigInt(String(reply[1])),
+          String(reply[3]),
+          String(reply[2]),
+        );
+      default:
+        throw new InternalError(
+          `unexpected reply from the Redis request-release script: ${String(reply[0])}`,
+        );
+    }
+  }
+
   async audit(workId: string | undefined, limit: number): Promise<AuditEntry[]> {
     const L = this.layout;
     type Raw = Array<[string, string[]]>;
@@ -893,7 +979,7 @@ class RedisDriver implements LeaseDriver {
       return {
         id: `b${bucket}:${id}`,
         at: new Date(at === undefined ? Number(id.split('-')[0]) : Number(at)),
-        action: 'force-release',
+        action: m.get('action') === 'request-release' ? 'request-release' : 'force-release',
         workId: m.get('workId') ?? '',
         operator: m.get('operator') ?? '',
         reason: m.get('reason') ?? '',

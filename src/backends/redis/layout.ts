@@ -1,5 +1,5 @@
 /**
- * Key layout of the Redis backend (layout version 3). Nothing here does I/O.
+ * Key layout of the Redis backend (layout version 4). Nothing here does I/O.
  *
  * A work id maps to one of B buckets (B is fixed when the prefix is created and
  * stored in `<prefix>:meta`). Every key of a bucket carries the hash tag
@@ -11,14 +11,14 @@
  *
  * | key                         | type    | holds                                                          |
  * |-----------------------------|---------|----------------------------------------------------------------|
- * | `<P>:meta`                  | hash    | `layout` (3), `buckets` (B), `dataset` (id), `ready` (1), `created_at` (ms) |
+ * | `<P>:meta`                  | hash    | `layout` (4), `buckets` (B), `dataset` (id), `ready` (1), `created_at` (ms) |
  * | `<P>:{<P>:b<n>}:id`         | string  | the dataset id, the same in every bucket (see Dataset identity) |
  * | `<P>:{<P>:b<n>}:m`          | hash    | workId → the lease, packed (see below); after a prune, a tombstone: the last token |
  * | `<P>:{<P>:b<n>}:s:<workId>` | string  | the checkpoint bytes of one work item                          |
  * | `<P>:{<P>:b<n>}:ids`        | zset    | workIds, score 0 (lexicographic index for paged listing)      |
  * | `<P>:{<P>:b<n>}:exp`        | zset    | workId → expires_at ms, a lower bound (see scripts.ts), for prune |
  * | `<P>:{<P>:b<n>}:chg`        | stream  | change feed, one field `c` = kind LF workId LF packed lease, `MAXLEN ~ 10000` |
- * | `<P>:{<P>:b<n>}:aud`        | stream  | admin audit log (force-release), `MAXLEN ~ 10000`              |
+ * | `<P>:{<P>:b<n>}:aud`        | stream  | admin audit log (force-release, request-release), `MAXLEN ~ 10000` |
  * | `<P>:{<P>:b<n>}:w`          | channel | shard channel: every write SPUBLISHes an empty message (wakes idle change readers) |
  *
  * (`<P>` is the key prefix.) A packed lease is the {@link INFO_FIELDS} values
@@ -32,6 +32,17 @@
  * the same field, so no separate counter is written on the hot path.
  * Checkpoint bytes live in their own string key so that no call but
  * checkpoint and readCheckpoint moves them, and a page of them is a GETRANGE.
+ *
+ * The release request (layout 4). A packed lease may end with one more part after `version`: LF,
+ * the request's time (server ms), LF, the operator, LF, the reason as a JSON string literal (so it
+ * holds no LF). Absent ('') when there is none; acquire, release and force-release write it
+ * empty, requestRelease sets it, renew and checkpoint copy it and return it after the expiry. So
+ * the holder learns of a request from the answer it already gets, and the script does no extra
+ * Redis command for it. Layout 3 leases are layout 4 leases without a request, so the upgrade
+ * from 3 only changes the layout number in the meta key (`worklease migrate`, or opening with
+ * migrate on). A layout 3 process cannot read a lease with a request (it would take it for a
+ * tombstone), hence the new number: it refuses to open the upgraded prefix. Processes already
+ * running layout 3 code must be stopped before release requests are made.
  *
  * Lease data carries no Redis TTL: an expired lease stays visible to operators
  * until an explicit prune.
@@ -51,8 +62,8 @@
  *
  * Layout 2 (the same keys without `id`) is upgraded in place by migrating
  * (`openBackend` or `worklease migrate`): the meta key gets a dataset id, the
- * buckets get their `id` keys, then the meta key says layout 3. Code that reads
- * layout 2 refuses layout 3 with SCHEMA_MISMATCH, so an old process cannot
+ * buckets get their `id` keys, then the meta key says the current layout. Code that reads
+ * layout 2 refuses it with SCHEMA_MISMATCH, so an old process cannot
  * write without the check.
  *
  * Layout 1 (a hash per lease, a token counter hash) is refused with
@@ -61,9 +72,11 @@
  */
 import { InvalidArgumentError } from '../../lease/errors.ts';
 
-export const LAYOUT_VERSION = 3;
-/** The previous layout, upgraded in place on migrate (see Dataset identity). */
+export const LAYOUT_VERSION = 4;
+/** An older layout, upgraded in place on migrate by adding dataset ids (see Dataset identity). */
 export const UPGRADABLE_LAYOUT = 2;
+/** The previous layout, upgraded in place on migrate by its number alone (see The release request). */
+export const RENUMBERED_LAYOUT = 3;
 export const DEFAULT_BUCKETS = 32;
 /** Approximate cap of each bucket's change stream and audit stream (entries). */
 export const STREAM_MAXLEN = 10_000;

@@ -16,13 +16,14 @@ import type {
   BackendKind,
   ChangeBatch,
   CheckpointRead,
+  CheckpointResult,
   LeaseChange,
   LeaseInfo,
   LeasePage,
   LeaseRecord,
   StatePage,
 } from '../../lease/types.ts';
-import type { DriverListOptions, LeaseDriver } from '../common.ts';
+import { type DriverListOptions, type LeaseDriver, requestConflict } from '../common.ts';
 import type { Row, SqlClient, Statement, TextRow } from './client.ts';
 import { countStatement } from './count.ts';
 import { endedChannel } from './migrations.ts';
@@ -34,6 +35,7 @@ import {
   encodeListCursor,
   leaseInfoFromText,
   prefixUpperBound,
+  releaseRequestFromRow,
   toAuditEntry,
   toBigInt,
   toBytes,
@@ -51,6 +53,11 @@ const FORCED_STORED_TOKEN = 0;
 const FORCED_STORED_HOLDER = 1;
 const FORCED_STORED_ENDED = 2;
 const FORCED_INFO = 4;
+/** Positions in the text row of `requestRelease`: live, requested, the lease before, the lease after. */
+const REQ_LIVE = 0;
+const REQ_REQUESTED = 1;
+const REQ_BEFORE = 2;
+const REQ_AFTER = REQ_BEFORE + INFO_COLUMNS.length;
 
 /**
  * Builds the driver for an open, migrated client. Asks the server's version
@@ -117,7 +124,7 @@ export class SqlLeaseDriver implements LeaseDriver {
     );
   }
 
-  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void> {
+  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<CheckpointResult> {
     const rows = await this.#client.query(this.#sql.checkpoint, [
       record.workId,
       record.fencingToken,
@@ -125,12 +132,21 @@ export class SqlLeaseDriver implements LeaseDriver {
       ttlMs,
     ]);
     this.#written(rows, record, 'checkpoint');
+    const requested = releaseRequestFromRow(rows[0]!);
+    return requested === undefined ? {} : { releaseRequested: requested };
   }
 
   async renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord> {
     const rows = await this.#client.query(this.#sql.renew, [record.workId, record.fencingToken, ttlMs]);
     const expiresAt = this.#written(rows, record, 'renew');
-    return { workId: record.workId, holderId: record.holderId, fencingToken: record.fencingToken, expiresAt };
+    const renewed = {
+      workId: record.workId,
+      holderId: record.holderId,
+      fencingToken: record.fencingToken,
+      expiresAt,
+    };
+    const requested = releaseRequestFromRow(rows[0]!);
+    return requested === undefined ? renewed : { ...renewed, releaseRequested: requested };
   }
 
   async release(record: LeaseRecord): Promise<void> {
@@ -248,6 +264,39 @@ export class SqlLeaseDriver implements LeaseDriver {
       });
     }
     return leaseInfoFromText(row, FORCED_INFO);
+  }
+
+  async requestRelease(
+    workId: string,
+    expectedToken: bigint,
+    operator: string,
+    reason: string,
+  ): Promise<LeaseInfo> {
+    const rows = await this.#client.queryText(this.#sql.requestRelease, [
+      workId,
+      expectedToken,
+      operator,
+      reason,
+    ]);
+    const row = rows[0];
+    if (row === undefined) {
+      throw new NotFoundError(`work item '${workId}' has no lease to request the release of`, {
+        details: { workId },
+      });
+    }
+    if (row[REQ_AFTER] !== null) return leaseInfoFromText(row, REQ_AFTER);
+    const before = leaseInfoFromText(row, REQ_BEFORE);
+    const live = row[REQ_LIVE] === 't';
+    const why =
+      before.fencingToken !== expectedToken
+        ? 'token'
+        : before.ended !== null
+          ? before.ended
+          : !live
+            ? 'expired'
+            : null;
+    if (why === null && row[REQ_REQUESTED] === 't') return before; // asked before: idempotent
+    throw requestConflict(workId, expectedToken, before.fencingToken, before.holderId, why ?? 'token');
   }
 
   async readState(workId: string, offset: number, length: number): Promise<StatePage | null> {

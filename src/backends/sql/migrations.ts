@@ -102,6 +102,24 @@ CREATE TRIGGER leases_ended AFTER UPDATE ON ${s}.leases FOR EACH ROW
   EXECUTE FUNCTION ${s}.notify_ended(${quoteLiteral(`wl_ended_${unquote(s)}`)});
 `,
   },
+  {
+    version: 4,
+    name: '004_release_request',
+    sql: (s) => `
+-- An operator's request that the holder hand its lease over (admin.requestRelease): when it was
+-- first made (server clock), by whom and why. NULL when there is none; every change of hands or
+-- end (acquire, release, force-release, prune) clears it. renew and checkpoint return it in the
+-- row they already return, so the holder learns of it with no extra round trip. The request
+-- itself is a write of its own (last_op 'release-requested'), so the change feed carries it.
+ALTER TABLE ${s}.leases
+  ADD COLUMN release_requested_at timestamptz,
+  ADD COLUMN release_requested_by text,
+  ADD COLUMN release_request_reason text;
+ALTER TABLE ${s}.leases DROP CONSTRAINT leases_last_op_check;
+ALTER TABLE ${s}.leases ADD CONSTRAINT leases_last_op_check CHECK (last_op IN
+  ('acquired', 'renewed', 'checkpointed', 'released', 'force-released', 'release-requested', 'pruned'));
+`,
+  },
 ];
 
 /** The LISTEN channel on which the end of a lease in `schema` is announced (see migration 3). */

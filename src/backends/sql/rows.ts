@@ -6,7 +6,14 @@
  * Nothing here does I/O.
  */
 import { InternalError, InvalidArgumentError } from '../../lease/errors.ts';
-import type { AuditEntry, LeaseEnd, LeaseInfo, PredecessorEnd } from '../../lease/types.ts';
+import type {
+  AuditAction,
+  AuditEntry,
+  LeaseEnd,
+  LeaseInfo,
+  PredecessorEnd,
+  ReleaseRequest,
+} from '../../lease/types.ts';
 import { MAX_ID_LENGTH } from '../../lease/validate.ts';
 import type { Row, TextRow } from './client.ts';
 
@@ -67,6 +74,7 @@ function epochDateOrNull(value: string | null | undefined, column: string): Date
  */
 export function leaseInfoFromText(r: TextRow, at: number): LeaseInfo {
   const size = optional(r[at + 10], 'state_size');
+  const requestedAt = epochDateOrNull(r[at + 18], 'release_requested_at');
   return {
     workId: required(r[at], 'work_id'),
     holderId: required(r[at + 1], 'holder_id'),
@@ -88,14 +96,34 @@ export function leaseInfoFromText(r: TextRow, at: number): LeaseInfo {
       releases: Number(required(r[at + 16], 'releases')),
       forceReleases: Number(required(r[at + 17], 'force_releases')),
     },
+    releaseRequest:
+      requestedAt === null
+        ? null
+        : {
+            at: requestedAt,
+            operator: required(r[at + 19], 'release_requested_by'),
+            reason: required(r[at + 20], 'release_request_reason'),
+          },
   };
 }
+
+/** The request columns a checkpoint / renew returns (rq_at, rq_by, rq_reason), or undefined when there is none. */
+export function releaseRequestFromRow(row: Row): ReleaseRequest | undefined {
+  if (row.rq_at === null || row.rq_at === undefined) return undefined;
+  return {
+    at: toDate(row.rq_at, 'rq_at'),
+    operator: toText(row.rq_by, 'rq_by'),
+    reason: toText(row.rq_reason, 'rq_reason'),
+  };
+}
+
+const AUDIT_ACTIONS: readonly AuditAction[] = ['force-release', 'request-release'];
 
 export function toAuditEntry(row: Row): AuditEntry {
   return {
     id: String(row.id),
     at: toDate(row.at, 'at'),
-    action: 'force-release',
+    action: AUDIT_ACTIONS.find((a) => a === row.action) ?? 'force-release',
     workId: toText(row.work_id, 'work_id'),
     operator: toText(row.operator, 'operator'),
     reason: toText(row.reason, 'reason'),

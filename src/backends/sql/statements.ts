@@ -60,6 +60,12 @@
  *   operator's expected token, or the lease already ended (released / force-released)
  *   → CONFLICT with the stored token and holder; else the next token, expiry in the past,
  *   ended = 'force-released', and the audit row, all committed together.
+ * requestRelease (CTE: lock the row, update it, insert the audit row, like forceRelease): no row
+ *   → NOT_FOUND; token differs, lease ended or ran out → CONFLICT; a request already stored →
+ *   nothing written, the lease as it is (idempotent, the first request is kept); else the request
+ *   columns (migration 4), last_op = 'release-requested', and the audit row (new_token = old_token).
+ *   checkpoint and renew RETURN the request columns with the new expiry: the holder learns of a
+ *   request from the answer it already gets. acquire, release, force-release and prune clear them.
  * prune (CTE: pick + lock victims, turn them into tombstones): rows not live and expired
  *   more than `olderThanMs` ago; `SKIP LOCKED` so prune never waits for (or blocks) a
  *   holder. The checkpoint is dropped, the token kept, `last_op = 'pruned'`; get, list,
@@ -138,6 +144,9 @@ export const INFO_COLUMNS = [
   'acquisitions',
   'releases',
   'force_releases',
+  'release_requested_at',
+  'release_requested_by',
+  'release_request_reason',
 ] as const;
 
 const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set([
@@ -146,6 +155,7 @@ const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set([
   'renewed_at',
   'checkpointed_at',
   'released_at',
+  'release_requested_at',
 ]);
 
 /**
@@ -197,6 +207,7 @@ export interface Statements {
   readState: { text: string };
   serverTime: { name: string; text: string };
   forceRelease: { text: string };
+  requestRelease: { text: string };
   audit: { text: string };
   prune: { text: string };
   changeCursor: { text: string };
@@ -231,9 +242,11 @@ export function buildStatements(schemaName: string, options: StatementOptions): 
       WHERE f.work_id = $1 AND NOT EXISTS (SELECT 1 FROM upd)
       FOR UPDATE
     )
-    SELECT true AS ok, upd.expires_at, NULL::bigint AS token, NULL::text AS last_op FROM upd
+    SELECT true AS ok, upd.expires_at, NULL::bigint AS token, NULL::text AS last_op,
+      upd.release_requested_at AS rq_at, upd.release_requested_by AS rq_by, upd.release_request_reason AS rq_reason
+    FROM upd
     UNION ALL
-    SELECT false, fb.expires_at, fb.token, fb.last_op FROM fb`;
+    SELECT false, fb.expires_at, fb.token, fb.last_op, NULL, NULL, NULL FROM fb`;
 
   return {
     // $1 work_id, $2 holder_id, $3 ttl_ms, $4 step_id
@@ -258,6 +271,9 @@ WITH ins AS (
     clean_handoff = coalesce(l.ended = 'released', false),
     predecessor_end = coalesce(l.ended, 'expired'),
     ended = NULL,
+    release_requested_at = NULL,
+    release_requested_by = NULL,
+    release_request_reason = NULL,
     last_op = 'acquired',
     version = l.version + 1,
     acquisitions = l.acquisitions + 1,
@@ -288,7 +304,7 @@ upd AS (
     change_xid = pg_current_xact_id()
   FROM n
   WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
-  RETURNING l.expires_at
+  RETURNING l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
 ),${refused}`,
     },
 
@@ -307,7 +323,7 @@ upd AS (
     change_xid = pg_current_xact_id()
   FROM n
   WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
-  RETURNING l.expires_at
+  RETURNING l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
 ),${refused}`,
     },
 
@@ -321,13 +337,16 @@ upd AS (
     expires_at = n.now - interval '1 millisecond',
     released_at = n.now,
     ended = 'released',
+    release_requested_at = NULL,
+    release_requested_by = NULL,
+    release_request_reason = NULL,
     last_op = 'released',
     version = l.version + 1,
     releases = l.releases + 1,
     change_xid = pg_current_xact_id()
   FROM n
   WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
-  RETURNING l.expires_at
+  RETURNING l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
 ),${refused}`,
     },
 
@@ -365,6 +384,9 @@ upd AS (
     expires_at = n.now - interval '1 millisecond',
     released_at = n.now,
     ended = 'force-released',
+    release_requested_at = NULL,
+    release_requested_by = NULL,
+    release_request_reason = NULL,
     last_op = 'force-released',
     version = l.version + 1,
     force_releases = l.force_releases + 1,
@@ -382,6 +404,41 @@ aud AS (
 SELECT cur.token AS stored_token, cur.holder_id AS stored_holder_id, cur.ended AS stored_ended,
   (SELECT id FROM aud) AS audit_id, upd.*
 FROM cur LEFT JOIN upd ON true`,
+    },
+
+    // $1 work_id, $2 expected token, $3 operator, $4 reason. Read as a text row by position:
+    // live, requested, then INFO_COLUMNS of the lease before the call (cur), then INFO_COLUMNS
+    // after it (all NULL when nothing was written). No row: no lease. The lock comes first, as in
+    // forceRelease, so the decision, the update and the audit row see the same latest version.
+    requestRelease: {
+      text: `
+WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
+cur AS (
+  SELECT ${info()}, expires_at AS raw_expires_at, release_requested_at AS raw_requested_at
+  FROM ${L} WHERE work_id = $1 AND last_op <> 'pruned' FOR UPDATE
+),
+upd AS (
+  UPDATE ${L} l SET
+    release_requested_at = n.now,
+    release_requested_by = $3,
+    release_request_reason = $4,
+    last_op = 'release-requested',
+    version = l.version + 1,
+    change_xid = pg_current_xact_id()
+  FROM n, cur
+  WHERE l.work_id = cur.work_id AND cur.token = $2 AND cur.ended IS NULL
+    AND cur.raw_expires_at > n.now AND cur.raw_requested_at IS NULL
+  RETURNING ${info('l')}
+),
+aud AS (
+  INSERT INTO ${s}.audit (at, action, work_id, operator, reason, old_holder_id, old_token, new_token)
+  SELECT n.now, 'request-release', cur.work_id, $3, $4, cur.holder_id, cur.token, cur.token
+  FROM n, cur, upd
+  RETURNING id
+)
+SELECT cur.raw_expires_at > n.now AS live, cur.raw_requested_at IS NOT NULL AS requested,
+  ${INFO_COLUMNS.map((c) => `cur.${c}`).join(', ')}, upd.*
+FROM n, cur LEFT JOIN upd ON true`,
     },
 
     // $1 work_id or NULL, $2 limit
@@ -406,6 +463,9 @@ upd AS (
   UPDATE ${L} l SET
     state = NULL,
     checkpointed_at = NULL,
+    release_requested_at = NULL,
+    release_requested_by = NULL,
+    release_request_reason = NULL,
     last_op = 'pruned',
     acquisitions = 0,
     releases = 0,

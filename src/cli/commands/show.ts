@@ -83,6 +83,12 @@ export async function showCommand(
       ['checkpointed at', at(info.checkpointedAt, serverNow)],
       ['released at', at(info.releasedAt, serverNow)],
       ['ended', info.ended ?? '-'],
+      [
+        'release requested',
+        info.releaseRequest === null
+          ? '-'
+          : `${at(info.releaseRequest.at, serverNow)} by ${info.releaseRequest.operator}: ${info.releaseRequest.reason}`,
+      ],
       ['handoff', handoff],
       ['version', info.version.toString()],
       ['checkpoint', size === null ? 'none saved' : `${bytes(size)} (${size} bytes)`],

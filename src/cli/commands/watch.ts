@@ -15,7 +15,15 @@ import type { ChangeKind, HandoffCounts, LeaseAdmin, LeaseChange } from '../../l
 import { type GlobalOptions, openCli, out, resolveUrl, warn } from '../context.ts';
 import { describeFailure } from '../errors.ts';
 
-const KINDS: ChangeKind[] = ['acquired', 'renewed', 'checkpointed', 'released', 'force-released', 'pruned'];
+const KINDS: ChangeKind[] = [
+  'acquired',
+  'renewed',
+  'checkpointed',
+  'released',
+  'force-released',
+  'release-requested',
+  'pruned',
+];
 
 export interface WatchOptions {
   json?: boolean;
@@ -201,7 +209,9 @@ function changeTime(change: LeaseChange, serverNow: number): Date {
           ? lease.renewedAt
           : change.kind === 'checkpointed'
             ? lease.checkpointedAt
-            : lease.releasedAt;
+            : change.kind === 'release-requested'
+              ? (lease.releaseRequest?.at ?? null)
+              : lease.releasedAt;
   return at ?? new Date(serverNow);
 }
 
