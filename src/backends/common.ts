@@ -33,6 +33,7 @@ import type {
   StatePage,
 } from '../lease/types.ts';
 import {
+  checkBatchId,
   checkId,
   checkInt,
   checkNewId,
@@ -209,7 +210,14 @@ export interface LeaseDriver {
   get(workId: string): Promise<LeaseInfo | null>;
   list(options: DriverListOptions): Promise<LeasePage>;
   count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number>;
-  forceRelease(workId: string, expectedToken: bigint, operator: string, reason: string): Promise<LeaseInfo>;
+  /** `batchId` null when none was given; recorded on the audit entry. */
+  forceRelease(
+    workId: string,
+    expectedToken: bigint,
+    operator: string,
+    reason: string,
+    batchId: string | null,
+  ): Promise<LeaseInfo>;
   audit(workId: string | undefined, limit: number): Promise<AuditEntry[]>;
   prune(olderThanMs: number, limit: number): Promise<number>;
   readState(workId: string, offset: number, length: number): Promise<StatePage | null>;
@@ -326,12 +334,14 @@ export function createBackend(
         'expectedToken',
         'operator',
         'reason',
+        'batchId',
       ]);
       const expectedToken = checkToken(o.expectedToken, 'options.expectedToken');
       const operator = checkOperator('options.operator', o.operator);
       const reason = checkText('options.reason', o.reason, 2000);
+      const batchId = checkBatchId('options.batchId', o.batchId) ?? null;
       open();
-      return driver.forceRelease(workId, expectedToken, operator, reason);
+      return driver.forceRelease(workId, expectedToken, operator, reason, batchId);
     },
     async audit(options: AuditOptions = {}) {
       const o = checkOptions<AuditOptions>('options', options, ['workId', 'limit']);

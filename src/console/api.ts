@@ -140,6 +140,8 @@ export const AuditEntryWireSchema = z.strictObject({
   oldHolderId: z.string(),
   oldToken: token,
   newToken: token,
+  /** Shared by the entries of one bulk force-release (`lease.forceReleaseMany`); null otherwise. */
+  batchId: z.string().nullable(),
 });
 export type AuditEntryWire = z.infer<typeof AuditEntryWireSchema>;
 
@@ -165,6 +167,18 @@ export const CheckpointPageSchema = z.strictObject({
 export type CheckpointPage = z.infer<typeof CheckpointPageSchema>;
 
 const connectionId = z.string().min(1).max(100);
+
+/** Most leases in one `lease.forceReleaseMany`. */
+export const MAX_BULK_ITEMS = 1000;
+
+/** One row of a bulk force-release: the lease after it, or why it was refused. */
+export const BulkResultSchema = z.strictObject({
+  workId: id,
+  ok: z.boolean(),
+  row: LeaseRowSchema.optional(),
+  error: z.strictObject({ code: ErrorCodeSchema, message: z.string() }).optional(),
+});
+export type BulkResult = z.infer<typeof BulkResultSchema>;
 
 /** A caller's role on one connection: viewer (read), operator (+ force-release), admin (+ connections). */
 export const RoleSchema = z.enum(['viewer', 'operator', 'admin']);
@@ -295,6 +309,39 @@ export const methods = {
       operator: z.string().trim().min(1).max(200).optional(),
     }),
     result: LeaseRowSchema,
+  },
+  /**
+   * Force-releases a selection (the rows a filter shows), each lease fenced by
+   * compare-and-set on its own `expectedToken`. `confirmCount` is the count the
+   * operator typed and must equal `items.length`. Refused as a whole (before any
+   * write) with FORBIDDEN on read-only connections or without the operator role;
+   * otherwise run row by row: a lease whose token moved is a CONFLICT in its own
+   * result and the others go on. Every entry written shares `batchId` in the audit.
+   */
+  'lease.forceReleaseMany': {
+    params: z
+      .strictObject({
+        connectionId,
+        items: z
+          .array(z.strictObject({ workId: id, expectedToken: token }))
+          .min(1)
+          .max(MAX_BULK_ITEMS),
+        reason: z.string().trim().min(1).max(2000),
+        operator: z.string().trim().min(1).max(200).optional(),
+        confirmCount: z.number().int().min(1).max(MAX_BULK_ITEMS),
+      })
+      .refine((p) => p.confirmCount === p.items.length, {
+        message: 'the typed count must equal the number of items',
+        path: ['confirmCount'],
+      })
+      .refine((p) => new Set(p.items.map((i) => i.workId)).size === p.items.length, {
+        message: 'a work id appears more than once',
+        path: ['items'],
+      }),
+    result: z.strictObject({
+      batchId: z.string(),
+      results: z.array(BulkResultSchema),
+    }),
   },
   'audit.list': {
     params: z.strictObject({

@@ -38,6 +38,7 @@ import {
   type SharedConsoleOptions,
 } from './access.ts';
 import {
+  type BulkResult,
   type ConnectionInfo,
   type ConnectionState,
   type ConsoleApi,
@@ -141,6 +142,8 @@ export function splitConsoleUrl(url: string): { url: string; options: OpenOption
 }
 
 const CONNECT_RETRY_MIN_MS = 250;
+/** Force-releases of one bulk call in flight at once. */
+const BULK_CONCURRENCY = 8;
 /** How long a paged snapshot is held after its last page was read. */
 const PAGED_SNAPSHOT_HOLD_MS = 30_000;
 const CONNECT_RETRY_MAX_MS = 10_000;
@@ -613,6 +616,48 @@ class Service implements ConsoleService {
       conn.model?.applyInfo(info);
       conn.model?.wake();
       return toLeaseRow(info);
+    },
+    'lease.forceReleaseMany': async ({ connectionId, items, reason, operator }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
+      const allowed = this.forceReleasePermission(caller, conn);
+      if (!allowed.allowed) throw new ForbiddenError(allowed.reason, { details: { connectionId } });
+      if (caller.via !== 'desktop' && operator !== undefined && operator !== caller.user) {
+        throw new ForbiddenError(
+          `the audit log records the signed-in user ('${caller.user}'); another operator name is refused`,
+          { details: { connectionId } },
+        );
+      }
+      const backend = conn.requireBackend();
+      const batchId = `b_${randomBytes(9).toString('base64url')}`;
+      const who = caller.via === 'desktop' ? (operator ?? caller.user) : caller.user;
+      const results: BulkResult[] = new Array(items.length);
+      // A few at a time: bounded load on the backend, each row its own compare-and-set.
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        for (let i = next++; i < items.length; i = next++) {
+          const item = items[i]!;
+          try {
+            const info = await backend.admin.forceRelease(item.workId, {
+              expectedToken: BigInt(item.expectedToken),
+              operator: who,
+              reason,
+              batchId,
+            });
+            conn.model?.applyInfo(info);
+            results[i] = { workId: item.workId, ok: true, row: toLeaseRow(info) };
+          } catch (err) {
+            const data = errorToData(err);
+            results[i] = {
+              workId: item.workId,
+              ok: false,
+              error: { code: data.code, message: data.message },
+            };
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(BULK_CONCURRENCY, items.length) }, worker));
+      conn.model?.wake();
+      return { batchId, results };
     },
     'audit.list': async ({ connectionId, workId, limit }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);

@@ -129,6 +129,12 @@ export interface ForceReleaseOptions {
   operator: string;
   /** Why (recorded in the audit log). Required, non-empty. */
   reason: string;
+  /**
+   * Groups the audit entries of one bulk action (the console's force-release of a filtered
+   * selection): 1..64 characters of `A-Z a-z 0-9 _ -`. Recorded on the audit entry; no effect
+   * on the lease itself.
+   */
+  batchId?: string;
 }
 
 export interface AuditEntry {
@@ -142,6 +148,8 @@ export interface AuditEntry {
   oldHolderId: string;
   oldToken: bigint;
   newToken: bigint;
+  /** The {@link ForceReleaseOptions.batchId} the entry was written with; null when none. */
+  batchId: string | null;
 }
 
 export interface AuditOptions {

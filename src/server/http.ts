@@ -308,7 +308,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       return;
     }
     const { method, params } = envelope.data;
-    if (readOnly && method === 'lease.forceRelease') {
+    if (readOnly && (method === 'lease.forceRelease' || method === 'lease.forceReleaseMany')) {
       sendError(res, 403, errData(new ForbiddenError('the console is read-only: force-release is refused')));
       return;
     }

@@ -850,6 +850,7 @@ class RedisDriver implements LeaseDriver {
     expectedToken: bigint,
     operator: string,
     reason: string,
+    batchId: string | null,
   ): Promise<LeaseInfo> {
     const L = this.layout;
     const b = L.bucketOf(workId);
@@ -858,7 +859,7 @@ class RedisDriver implements LeaseDriver {
       S.forceRelease,
       b,
       [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!, L.aud[b]!],
-      [workId, expectedToken.toString(), operator, reason],
+      [workId, expectedToken.toString(), operator, reason, batchId ?? ''],
     );
     if (typeof reply === 'string') {
       await this.confirm('forceRelease', b);
@@ -900,6 +901,7 @@ class RedisDriver implements LeaseDriver {
         oldHolderId: m.get('old_holder') ?? '',
         oldToken: BigInt(m.get('old_token') ?? '0'),
         newToken: BigInt(m.get('new_token') ?? '0'),
+        batchId: m.get('batch') ?? null,
       };
     };
     if (workId !== undefined) {

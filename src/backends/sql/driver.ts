@@ -222,12 +222,14 @@ export class SqlLeaseDriver implements LeaseDriver {
     expectedToken: bigint,
     operator: string,
     reason: string,
+    batchId: string | null,
   ): Promise<LeaseInfo> {
     const rows = await this.#client.queryText(this.#sql.forceRelease, [
       workId,
       expectedToken,
       operator,
       reason,
+      batchId,
     ]);
     const row = rows[0];
     if (row === undefined) {
