@@ -222,6 +222,7 @@ export interface LeaseDriver {
   prune(olderThanMs: number, limit: number): Promise<number>;
   readState(workId: string, offset: number, length: number): Promise<StatePage | null>;
   serverTime(): Promise<Date>;
+  serverVersion(): Promise<string>;
   changeCursor(): Promise<string>;
   changes(cursor: string, limit: number): Promise<ChangeBatch>;
   /** See {@link LeaseAdmin.watchChanges}; optional. */
@@ -246,6 +247,7 @@ const INSTRUMENTED = [
   'prune',
   'readState',
   'serverTime',
+  'serverVersion',
   'changeCursor',
   'changes',
 ] as const;
@@ -369,6 +371,10 @@ export function createBackend(
     async serverTime() {
       open();
       return driver.serverTime();
+    },
+    async serverVersion() {
+      open();
+      return driver.serverVersion();
     },
     async changeCursor() {
       open();

@@ -54,10 +54,12 @@ import {
 } from './api.ts';
 import { ServerClock } from './clock.ts';
 import { decodeCheckpoint } from './decode.ts';
+import { auditMatches, auditRecord, fleetRecord, textMatches } from './export.ts';
 import { FleetModel, type FleetModelOptions, type ModelEvent } from './model.ts';
 import type { ProfileStore, ThresholdOverrides } from './profiles.ts';
 import { toAuditWire, toLeaseRow } from './rows.ts';
 import { countFleet } from './stats.ts';
+import { leaseStatus } from './status.ts';
 
 /** A connection as given to the service (from a profile, the CLI or `connections.add`). */
 export interface ConnectionInput {
@@ -659,6 +661,45 @@ class Service implements ConsoleService {
       conn.model?.wake();
       return { batchId, results };
     },
+    'fleet.export': async ({ connectionId, format, filter, offset, limit, seq, statusAt }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
+      const model = conn.model;
+      if (model === null)
+        return { records: [], total: 0, nextOffset: null, seq: 0, statusAt: conn.serverNow() };
+      const snap = conn.pagedSnapshot(model, seq);
+      // A later page of the same snapshot keeps the first page's time: one status per row per file.
+      const at = offset > 0 && seq === snap.seq && statusAt !== undefined ? statusAt : conn.serverNow();
+      const statuses =
+        filter.statuses !== undefined && filter.statuses.length > 0 ? new Set(filter.statuses) : null;
+      const records: string[] = [];
+      const end = Math.min(snap.rows.length, offset + limit);
+      for (let i = offset; i < end; i++) {
+        const row = snap.rows[i]!;
+        if (!textMatches(filter, row)) continue;
+        const status = leaseStatus(row, at, conn.input.thresholds);
+        if (statuses !== null && !statuses.has(status)) continue;
+        records.push(fleetRecord(format, conn.input.name, row, status));
+      }
+      return {
+        records,
+        total: snap.rows.length,
+        nextOffset: end < snap.rows.length ? end : null,
+        seq: snap.seq,
+        statusAt: at,
+      };
+    },
+    'audit.export': async ({ connectionId, format, workId, search, limit }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
+      const entries = await conn
+        .requireBackend()
+        .admin.audit(workId === undefined ? { limit } : { workId, limit });
+      return {
+        records: entries
+          .map(toAuditWire)
+          .filter((e) => auditMatches(search, e))
+          .map((e) => auditRecord(format, conn.input.name, e)),
+      };
+    },
     'audit.list': async ({ connectionId, workId, limit }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
       const entries = await conn
@@ -672,6 +713,11 @@ class Service implements ConsoleService {
       operator: caller.user,
       profilesEditable: this.editable,
     }),
+    'console.about': async ({ connectionId }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
+      const serverVersion = await conn.requireBackend().admin.serverVersion();
+      return { connectionId, kind: conn.kind, serverVersion };
+    },
     'console.session': async (_p, caller) => ({
       user: caller.user,
       via: caller.via,

@@ -233,6 +233,11 @@ export interface LeaseAdmin {
   readState(workId: string, options?: ReadStateOptions): Promise<StatePage | null>;
   /** The backend's clock. */
   serverTime(): Promise<Date>;
+  /**
+   * The backend server's version as it reports it: PostgreSQL's `server_version`
+   * (PGlite's embedded PostgreSQL too), Redis' `redis_version` from `INFO server`.
+   */
+  serverVersion(): Promise<string>;
   /** A cursor at the current head of the change feed; changes after this call come after it. */
   changeCursor(): Promise<string>;
   /** Changes after `cursor`, oldest first. A change may be delivered more than once; apply by (token, version). */

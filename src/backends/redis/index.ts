@@ -969,6 +969,11 @@ class RedisDriver implements LeaseDriver {
     return new Date(Number(s) * 1000 + Math.floor(Number(us) / 1000));
   }
 
+  async serverVersion(): Promise<string> {
+    const info = String(await this.send<string>('serverVersion', 'info', ['server']));
+    return /^redis_version:(.+)$/m.exec(info)?.[1]?.trim() ?? '';
+  }
+
   async changeCursor(): Promise<string> {
     const L = this.layout;
     // Buckets live on different masters on a cluster: one call per bucket, all in flight at once.

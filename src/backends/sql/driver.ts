@@ -278,6 +278,11 @@ export class SqlLeaseDriver implements LeaseDriver {
     return toDate(rows[0]?.now, 'now');
   }
 
+  async serverVersion(): Promise<string> {
+    const rows = await this.#client.query({ text: "SELECT current_setting('server_version') AS v" }, []);
+    return String(rows[0]?.v ?? '');
+  }
+
   async changeCursor(): Promise<string> {
     const rows = await this.#client.query(this.#sql.changeCursor, []);
     return encodeChangeCursor({ from: toBigInt(rows[0]?.xmin, 'xmin'), page: null });
