@@ -5,6 +5,7 @@ import { AuditView } from '../features/audit/AuditView.tsx';
 import { ConnectionsView } from '../features/connections/ConnectionsView.tsx';
 import { FleetView, type Selection } from '../features/fleet/FleetView.tsx';
 import { NotificationToggle, useStuckNotifications } from '../features/notifications/StuckNotifications.tsx';
+import { SettingsView } from '../features/settings/SettingsView.tsx';
 import { useServices } from './context.tsx';
 import { useTransportState } from './freshness.ts';
 import { useFleets, useInfo } from './hooks.ts';
@@ -16,6 +17,7 @@ const VIEWS = [
   { id: 'audit', label: 'Audit log' },
   { id: 'activity', label: 'Activity' },
   { id: 'connections', label: 'Connections' },
+  { id: 'settings', label: 'Settings' },
 ] as const;
 type ViewId = (typeof VIEWS)[number]['id'];
 
@@ -112,6 +114,7 @@ function Console() {
         {view === 'audit' && <AuditView />}
         {view === 'activity' && <ActivityView />}
         {view === 'connections' && <ConnectionsView linkUp={linkUp} />}
+        {view === 'settings' && <SettingsView />}
       </main>
     </div>
   );
