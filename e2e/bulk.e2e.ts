@@ -152,17 +152,17 @@ describe('fleet-scale actions in Chromium on postgres', () => {
     await shot('settings');
 
     await page.getByRole('radio', { name: 'Dark' }).check();
-    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
-    const bg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+    expect(await page.evaluate('document.documentElement.dataset.theme')).toBe('dark');
+    const bg = await page.evaluate('getComputedStyle(document.documentElement).backgroundColor');
     await shot('settings-dark');
     await page.reload();
     await page.getByRole('button', { name: 'Settings' }).click();
-    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
+    expect(await page.evaluate('document.documentElement.dataset.theme')).toBe('dark');
     expect(await page.getByRole('radio', { name: 'Dark' }).isChecked()).toBe(true);
     await page.getByRole('radio', { name: 'Light' }).check();
-    expect(await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor)).not.toBe(bg);
+    expect(await page.evaluate('getComputedStyle(document.documentElement).backgroundColor')).not.toBe(bg);
     await page.getByRole('radio', { name: 'System' }).check();
-    expect(await page.evaluate(() => document.documentElement.dataset.theme ?? null)).toBeNull();
+    expect(await page.evaluate('document.documentElement.dataset.theme ?? null')).toBeNull();
 
     await pgSection.getByLabel('Stuck after (s)').fill('5');
     await pgSection.getByRole('button', { name: 'Save thresholds' }).click();
