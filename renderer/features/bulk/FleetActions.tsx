@@ -282,10 +282,10 @@ function BulkForceReleaseDialog({ picked, onClose }: { picked: Picked[]; onClose
             <table className="bulk-table">
               <thead>
                 <tr>
-                  <th scope="col" className="bulk-cell">
+                  <th scope="col" className="bulk-cell bulk-w-id">
                     Work ID
                   </th>
-                  <th scope="col" className="bulk-cell">
+                  <th scope="col" className="bulk-cell bulk-w-conn">
                     Connection
                   </th>
                   <th scope="col" className="bulk-cell">
