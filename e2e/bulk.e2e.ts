@@ -168,6 +168,16 @@ describe('fleet-scale actions in Chromium on postgres', () => {
     await pgSection.getByRole('button', { name: 'Save thresholds' }).click();
     await hasText(pgSection, '5 s without a checkpoint');
     expect(consoleUt.service.connections()[0]!.thresholds.stuckAfterMs).toBe(5000);
+
+    // The console's own load on the backend, as /metrics reports it, on the Connections page.
+    await page.getByRole('button', { name: 'Connections' }).click();
+    const card = page.getByRole('article', { name: 'pg-main' });
+    await expect
+      .poll(() => card.textContent().then((t) => /console load (?!0 calls)[\d.]+ calls\/s/.test(t ?? '')), {
+        timeout: 15_000,
+      })
+      .toBe(true);
+    await shot('connections-load');
     expect(pageErrors).toEqual([]);
   });
 });

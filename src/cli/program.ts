@@ -267,6 +267,11 @@ export function buildProgram(): Command {
     )
     .option('--read-only', 'refuse force-release on every connection')
     .addOption(new Option('--environment <label>', 'label shown beside the connections').default(''))
+    .option('--metrics', 'serve Prometheus text at /metrics, behind the same sign-in as the console')
+    .option(
+      '--metrics-bind <[host:]port>',
+      'serve /metrics WITHOUT sign-in on a listener of its own (host default 127.0.0.1)',
+    )
     .addHelpText(
       'after',
       examples([
@@ -274,6 +279,7 @@ export function buildProgram(): Command {
         'worklease serve --connect $PROD_URL --connect $STAGING_URL --read-only --port 0',
         'WORKLEASE_TOKEN=$(openssl rand -hex 32) worklease serve --connect $URL',
         'worklease serve --config /etc/worklease/console.json --public-url https://console.example.com',
+        'worklease serve --connect $URL --metrics-bind 127.0.0.1:9464',
       ]),
     )
     .action((opts, cmd: Command) => serveCommand(opts, globalsOf(cmd)));

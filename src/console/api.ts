@@ -109,6 +109,8 @@ export const ConnectionInfoSchema = z.strictObject({
   /** Backend clock minus this machine's clock, ms. */
   clockOffsetMs: z.number(),
   error: ErrorDataSchema.nullable(),
+  /** The console's own calls to this backend per second (average of the last 10 s). */
+  callsPerSecond: z.number().nonnegative().optional(),
 });
 export type ConnectionInfo = z.infer<typeof ConnectionInfoSchema>;
 

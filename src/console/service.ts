@@ -24,7 +24,7 @@ import {
   NotFoundError,
   WorkleaseError,
 } from '../lease/errors.ts';
-import type { LeaseBackend, OpenOptions } from '../lease/types.ts';
+import type { LeaseAdmin, LeaseBackend, OpenOptions } from '../lease/types.ts';
 import { packageVersion } from '../version.ts';
 import {
   ALLOWED,
@@ -44,7 +44,9 @@ import {
   type ConsoleApi,
   type ConsoleEvent,
   DEFAULT_THRESHOLDS,
+  LEASE_STATUSES,
   type LeaseRow,
+  type LeaseStatus,
   type MethodName,
   methods,
   type Params,
@@ -119,9 +121,29 @@ export interface ConsoleService extends ConsoleApi {
   model(connectionId: string): FleetModel | undefined;
   /** Resolves when the connection is live (first snapshot loaded); rejects after `timeoutMs` with its last error. */
   waitLive(connectionId: string, timeoutMs?: number): Promise<ConnectionInfo>;
+  /**
+   * Figures for `/metrics` (src/server/metrics.ts), for the connections `caller` may see
+   * (undefined: every connection — the unauthenticated metrics listener the operator chose).
+   */
+  metrics(caller: Caller | undefined): ConnectionMetrics[];
   readonly readOnly: boolean;
   readonly operator: string;
   close(): Promise<void>;
+}
+
+/** One connection's figures for `/metrics`. */
+export interface ConnectionMetrics {
+  id: string;
+  name: string;
+  kind: ConnectionInfo['kind'];
+  state: ConnectionState;
+  /** Leases by status at the backend's time; null before the first snapshot. */
+  byStatus: Record<LeaseStatus, number> | null;
+  /** Distinct holders of the leases that are held now (live, expiring, stuck). */
+  holders: number | null;
+  /** The console's calls to this backend: in all, and per second over the last 10 s. */
+  callsTotal: number;
+  callsPerSecond: number;
 }
 
 function defaultOperator(): string {
@@ -167,6 +189,10 @@ interface ResolvedInput {
 
 class Connection {
   backend: LeaseBackend | null = null;
+  /** `backend.admin` with every call counted: what the model and the service call. */
+  admin: LeaseAdmin | null = null;
+  /** The console's own load on this backend. */
+  readonly calls: CallMeter;
   model: FleetModel | null = null;
   clock: ServerClock | null = null;
   private ownState: ConnectionState = 'connecting';
@@ -185,7 +211,9 @@ class Connection {
     public input: ResolvedInput,
     readonly persistent: boolean,
     private readonly service: Service,
-  ) {}
+  ) {
+    this.calls = new CallMeter(service.now);
+  }
 
   get kind(): ConnectionInfo['kind'] {
     return parseBackendUrl(this.input.url).kind;
@@ -214,6 +242,7 @@ class Connection {
       syncedAt: this.model?.syncedAt ?? null,
       clockOffsetMs: Math.round(this.clock?.offsetMs ?? 0),
       error: err === null || err === undefined ? null : errorToData(err),
+      callsPerSecond: this.calls.perSecond(),
     };
   }
 
@@ -231,7 +260,8 @@ class Connection {
         ...this.service.backendOptions,
         migrate: false,
       });
-      const clock = new ServerClock(() => backend!.admin.serverTime(), {
+      const admin = countedAdmin(backend.admin, () => this.calls.add());
+      const clock = new ServerClock(() => admin.serverTime(), {
         now: this.service.now,
         refreshMs: this.service.clockRefreshMs,
       });
@@ -241,8 +271,9 @@ class Connection {
         return;
       }
       clock.start();
-      const model = new FleetModel(backend.admin, clock, this.service.feedOptions);
+      const model = new FleetModel(admin, clock, this.service.feedOptions);
       this.backend = backend;
+      this.admin = admin;
       this.clock = clock;
       this.model = model;
       this.unsubscribe = model.subscribe((e) => this.onModelEvent(e));
@@ -301,6 +332,13 @@ class Connection {
   whenLive(): Promise<void> {
     if (this.state === 'live') return Promise.resolve();
     return new Promise((resolve) => this.liveWaiters.push(resolve));
+  }
+
+  /** The backend's admin calls, counted (see {@link CallMeter}), or the reason there is none. */
+  requireAdmin(): LeaseAdmin {
+    if (this.admin !== null) return this.admin;
+    this.requireBackend();
+    throw new BackendUnavailableError(`connection '${this.input.name}' is not connected yet`);
   }
 
   /** The backend, or the reason there is none (the connection's own error). */
@@ -576,14 +614,14 @@ class Service implements ConsoleService {
     },
     'lease.get': async ({ connectionId, workId }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
-      const info = await conn.requireBackend().admin.get(workId);
+      const info = await conn.requireAdmin().get(workId);
       if (info === null) return null;
       conn.model?.applyInfo(info);
       return toLeaseRow(info);
     },
     'checkpoint.read': async ({ connectionId, workId, offset, length }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
-      const page = await conn.requireBackend().admin.readState(workId, { offset, length });
+      const page = await conn.requireAdmin().readState(workId, { offset, length });
       if (page === null) return null;
       const decoded = decodeCheckpoint(page.bytes, page.size, page.offset);
       return {
@@ -610,7 +648,7 @@ class Service implements ConsoleService {
           { details: { connectionId, workId } },
         );
       }
-      const info = await conn.requireBackend().admin.forceRelease(workId, {
+      const info = await conn.requireAdmin().forceRelease(workId, {
         expectedToken: BigInt(expectedToken),
         operator: caller.via === 'desktop' ? (operator ?? caller.user) : caller.user,
         reason,
@@ -629,7 +667,7 @@ class Service implements ConsoleService {
           { details: { connectionId } },
         );
       }
-      const backend = conn.requireBackend();
+      const admin = conn.requireAdmin();
       const batchId = `b_${randomBytes(9).toString('base64url')}`;
       const who = caller.via === 'desktop' ? (operator ?? caller.user) : caller.user;
       const results: BulkResult[] = new Array(items.length);
@@ -639,7 +677,7 @@ class Service implements ConsoleService {
         for (let i = next++; i < items.length; i = next++) {
           const item = items[i]!;
           try {
-            const info = await backend.admin.forceRelease(item.workId, {
+            const info = await admin.forceRelease(item.workId, {
               expectedToken: BigInt(item.expectedToken),
               operator: who,
               reason,
@@ -690,9 +728,7 @@ class Service implements ConsoleService {
     },
     'audit.export': async ({ connectionId, format, workId, search, limit }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
-      const entries = await conn
-        .requireBackend()
-        .admin.audit(workId === undefined ? { limit } : { workId, limit });
+      const entries = await conn.requireAdmin().audit(workId === undefined ? { limit } : { workId, limit });
       return {
         records: entries
           .map(toAuditWire)
@@ -702,9 +738,7 @@ class Service implements ConsoleService {
     },
     'audit.list': async ({ connectionId, workId, limit }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
-      const entries = await conn
-        .requireBackend()
-        .admin.audit(workId === undefined ? { limit } : { workId, limit });
+      const entries = await conn.requireAdmin().audit(workId === undefined ? { limit } : { workId, limit });
       return entries.map(toAuditWire);
     },
     'console.info': async (_p, caller) => ({
@@ -715,7 +749,7 @@ class Service implements ConsoleService {
     }),
     'console.about': async ({ connectionId }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
-      const serverVersion = await conn.requireBackend().admin.serverVersion();
+      const serverVersion = await conn.requireAdmin().serverVersion();
       return { connectionId, kind: conn.kind, serverVersion };
     },
     'console.session': async (_p, caller) => ({
@@ -809,6 +843,37 @@ class Service implements ConsoleService {
 
   // ---- connections ------------------------------------------------------------
 
+  metrics(caller: Caller | undefined): ConnectionMetrics[] {
+    return [...this.conns.values()]
+      .filter((c) => caller === undefined || roleOn(caller, c.input.name) !== null)
+      .map((c) => {
+        const model = c.model;
+        let byStatus: Record<LeaseStatus, number> | null = null;
+        let holders: number | null = null;
+        if (model !== null && model.syncedAt !== null) {
+          const at = c.serverNow();
+          byStatus = Object.fromEntries(LEASE_STATUSES.map((st) => [st, 0])) as Record<LeaseStatus, number>;
+          const held = new Set<string>();
+          for (const row of model.rows()) {
+            const status = leaseStatus(row, at, c.input.thresholds);
+            byStatus[status]++;
+            if (status === 'live' || status === 'expiring' || status === 'stuck') held.add(row.holderId);
+          }
+          holders = held.size;
+        }
+        return {
+          id: c.id,
+          name: c.input.name,
+          kind: c.kind,
+          state: c.state,
+          byStatus,
+          holders,
+          callsTotal: c.calls.total,
+          callsPerSecond: c.calls.perSecond(),
+        };
+      });
+  }
+
   connections(): ConnectionInfo[] {
     return [...this.conns.values()].map((c) => c.info());
   }
@@ -894,6 +959,54 @@ class Service implements ConsoleService {
     this.conns.clear();
     this.listeners.clear();
   }
+}
+
+/** Seconds the calls-per-second figure averages over. */
+const RATE_WINDOW_S = 10;
+
+/** Counts calls, in all and per second of the local clock, for a rate over the last complete seconds. */
+export class CallMeter {
+  total = 0;
+  private readonly slots = new Array<number>(RATE_WINDOW_S + 1).fill(0);
+  private readonly slotSecond = new Array<number>(RATE_WINDOW_S + 1).fill(-1);
+
+  constructor(private readonly now: () => number) {}
+
+  add(): void {
+    this.total++;
+    const sec = Math.floor(this.now() / 1000);
+    const i = sec % this.slots.length;
+    if (this.slotSecond[i] !== sec) {
+      this.slotSecond[i] = sec;
+      this.slots[i] = 0;
+    }
+    this.slots[i]!++;
+  }
+
+  /** Calls per second over the last {@link RATE_WINDOW_S} complete seconds. */
+  perSecond(): number {
+    const sec = Math.floor(this.now() / 1000);
+    let sum = 0;
+    for (let i = 0; i < this.slots.length; i++) {
+      const at = this.slotSecond[i]!;
+      if (at < sec && at >= sec - RATE_WINDOW_S) sum += this.slots[i]!;
+    }
+    return Math.round((sum / RATE_WINDOW_S) * 100) / 100;
+  }
+}
+
+/** `admin` with `count` called before every call (the push watches are subscriptions, not calls). */
+function countedAdmin(admin: LeaseAdmin, count: () => void): LeaseAdmin {
+  return new Proxy(admin, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function' || prop === 'watchChanges' || prop === 'watchEnded') return value;
+      return (...args: unknown[]) => {
+        count();
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
 }
 
 function newId(): string {
