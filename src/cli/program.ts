@@ -110,7 +110,12 @@ export function buildProgram(): Command {
         'print the first n by work id, read page by page on the server, and "n of total"',
         parsePositiveInt,
       )
-      .option('--json', 'print a JSON array (tokens as strings, times as ISO 8601)'),
+      .option('--json', 'print a JSON array (tokens as strings, times as ISO 8601)')
+      .option('--urls', "add each lease's console URL (needs --console-url or $WORKLEASE_CONSOLE_URL)")
+      .option(
+        '--console-url <url>',
+        'the console people open, e.g. http://127.0.0.1:7420/ (also $WORKLEASE_CONSOLE_URL)',
+      ),
   )
     .addHelpText(
       'after',
@@ -133,7 +138,11 @@ export function buildProgram(): Command {
       .option('--offset <bytes>', 'checkpoint page start (default 0)', parseNonNegativeInt)
       .option('--length <bytes>', 'checkpoint page size, at most 1048576 (default 65536)', parsePositiveInt)
       .option('--raw', 'write the whole checkpoint as raw bytes to stdout (for piping)')
-      .option('--json', 'print JSON (lease fields, and the page as base64 plus its decoding)'),
+      .option('--json', 'print JSON (lease fields, and the page as base64 plus its decoding)')
+      .option(
+        '--console-url <url>',
+        "print the lease's console URL: the console people open (also $WORKLEASE_CONSOLE_URL)",
+      ),
   )
     .addHelpText(
       'after',

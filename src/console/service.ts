@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
+import { resolveTarget } from '../backends/common.ts';
 import { openBackend as defaultOpenBackend } from '../backends/open.ts';
 import { parseBackendUrl, redactUrl, resolveBackendUrl } from '../backends/url.ts';
 import {
@@ -57,6 +58,7 @@ import {
 import { ServerClock } from './clock.ts';
 import { decodeCheckpoint } from './decode.ts';
 import { auditMatches, auditRecord, fleetRecord, textMatches } from './export.ts';
+import { connectionIdFor } from './links.ts';
 import { FleetModel, type FleetModelOptions, type ModelEvent } from './model.ts';
 import type { ProfileStore, ThresholdOverrides } from './profiles.ts';
 import { toAuditWire, toLeaseRow } from './rows.ts';
@@ -436,7 +438,7 @@ class Service implements ConsoleService {
     for (const profile of this.store?.load() ?? []) {
       this.addConnection(profile.id, profile, true);
     }
-    for (const input of initial) this.addConnection(newId(), input, false);
+    for (const input of initial) this.addConnection(this.givenId(input.url), input, false);
   }
 
   // ---- ConsoleApi ------------------------------------------------------------
@@ -903,6 +905,23 @@ class Service implements ConsoleService {
       clearTimeout(timer);
     }
     return conn.info();
+  }
+
+  /** A given connection's id: derived from its effective URL (src/console/links.ts), unique here. */
+  private givenId(url: string): string {
+    let base: string;
+    try {
+      base = connectionIdFor(
+        resolveTarget(url, this.backendOptions, ['postgres', 'pglite', 'redis', 'redis-cluster'], 'backend')
+          .url,
+      );
+    } catch {
+      // Refused when opened, with the reason; the id only has to be unique.
+      return newId();
+    }
+    let id = base;
+    for (let n = 2; this.conns.has(id); n++) id = `${base}-${n}`;
+    return id;
   }
 
   private addConnection(id: string, input: ConnectionInput, persistent: boolean): Connection {
