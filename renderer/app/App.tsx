@@ -6,6 +6,7 @@ import { ConnectionsView } from '../features/connections/ConnectionsView.tsx';
 import { FleetView, type Selection } from '../features/fleet/FleetView.tsx';
 import { GroupsView } from '../features/groups/GroupsView.tsx';
 import { NotificationToggle, useStuckNotifications } from '../features/notifications/StuckNotifications.tsx';
+import { SettingsView } from '../features/settings/SettingsView.tsx';
 import { useServices } from './context.tsx';
 import { useTransportState } from './freshness.ts';
 import { useFleets, useInfo } from './hooks.ts';
@@ -18,6 +19,7 @@ const VIEWS = [
   { id: 'activity', label: 'Activity' },
   { id: 'groups', label: 'Groups' },
   { id: 'connections', label: 'Connections' },
+  { id: 'settings', label: 'Settings' },
 ] as const;
 type ViewId = (typeof VIEWS)[number]['id'];
 
@@ -115,6 +117,7 @@ function Console() {
         {view === 'activity' && <ActivityView />}
         {view === 'groups' && <GroupsView />}
         {view === 'connections' && <ConnectionsView linkUp={linkUp} />}
+        {view === 'settings' && <SettingsView />}
       </main>
     </div>
   );

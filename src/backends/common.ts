@@ -35,6 +35,7 @@ import type {
   StatePage,
 } from '../lease/types.ts';
 import {
+  checkBatchId,
   checkId,
   checkInt,
   checkNewId,
@@ -211,12 +212,20 @@ export interface LeaseDriver {
   get(workId: string): Promise<LeaseInfo | null>;
   list(options: DriverListOptions): Promise<LeasePage>;
   count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number>;
-  forceRelease(workId: string, expectedToken: bigint, operator: string, reason: string): Promise<LeaseInfo>;
   requestRelease(workId: string, expectedToken: bigint, operator: string, reason: string): Promise<LeaseInfo>;
+  /** `batchId` null when none was given; recorded on the audit entry. */
+  forceRelease(
+    workId: string,
+    expectedToken: bigint,
+    operator: string,
+    reason: string,
+    batchId: string | null,
+  ): Promise<LeaseInfo>;
   audit(workId: string | undefined, limit: number): Promise<AuditEntry[]>;
   prune(olderThanMs: number, limit: number): Promise<number>;
   readState(workId: string, offset: number, length: number): Promise<StatePage | null>;
   serverTime(): Promise<Date>;
+  serverVersion(): Promise<string>;
   changeCursor(): Promise<string>;
   changes(cursor: string, limit: number): Promise<ChangeBatch>;
   /** See {@link LeaseAdmin.watchChanges}; optional. */
@@ -242,6 +251,7 @@ const INSTRUMENTED = [
   'prune',
   'readState',
   'serverTime',
+  'serverVersion',
   'changeCursor',
   'changes',
 ] as const;
@@ -330,12 +340,14 @@ export function createBackend(
         'expectedToken',
         'operator',
         'reason',
+        'batchId',
       ]);
       const expectedToken = checkToken(o.expectedToken, 'options.expectedToken');
       const operator = checkOperator('options.operator', o.operator);
       const reason = checkText('options.reason', o.reason, 2000);
+      const batchId = checkBatchId('options.batchId', o.batchId) ?? null;
       open();
-      return driver.forceRelease(workId, expectedToken, operator, reason);
+      return driver.forceRelease(workId, expectedToken, operator, reason, batchId);
     },
     async requestRelease(workId, options: RequestReleaseOptions) {
       checkId('workId', workId);
@@ -376,6 +388,10 @@ export function createBackend(
     async serverTime() {
       open();
       return driver.serverTime();
+    },
+    async serverVersion() {
+      open();
+      return driver.serverVersion();
     },
     async changeCursor() {
       open();

@@ -6,6 +6,7 @@
 import { userInfo } from 'node:os';
 import { InvalidArgumentError as CommanderArgumentError } from 'commander';
 import { resolveBackendUrl } from '../backends/url.ts';
+import { consoleBase } from '../console/links.ts';
 import { openBackend } from '../index.ts';
 import { InvalidArgumentError } from '../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../lease/types.ts';
@@ -20,6 +21,15 @@ export interface GlobalOptions {
   /** Per-call timeout in ms, forwarded as `callTimeoutMs`. */
   timeout?: number;
   debug?: boolean;
+}
+
+/**
+ * The console to link leases to, from `--console-url`, else WORKLEASE_CONSOLE_URL; null when
+ * neither is set. Checked before any I/O.
+ */
+export function resolveConsoleUrl(arg: string | undefined): URL | null {
+  const text = arg ?? process.env.WORKLEASE_CONSOLE_URL;
+  return text === undefined || text === '' ? null : consoleBase(text);
 }
 
 /** The backend URL from the argument, else WORKLEASE_URL; checked (scheme) before any I/O. */

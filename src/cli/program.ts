@@ -112,7 +112,12 @@ export function buildProgram(): Command {
         'print the first n by work id, read page by page on the server, and "n of total"',
         parsePositiveInt,
       )
-      .option('--json', 'print a JSON array (tokens as strings, times as ISO 8601)'),
+      .option('--json', 'print a JSON array (tokens as strings, times as ISO 8601)')
+      .option('--urls', "add each lease's console URL (needs --console-url or $WORKLEASE_CONSOLE_URL)")
+      .option(
+        '--console-url <url>',
+        'the console people open, e.g. http://127.0.0.1:7420/ (also $WORKLEASE_CONSOLE_URL)',
+      ),
   )
     .addHelpText(
       'after',
@@ -135,7 +140,11 @@ export function buildProgram(): Command {
       .option('--offset <bytes>', 'checkpoint page start (default 0)', parseNonNegativeInt)
       .option('--length <bytes>', 'checkpoint page size, at most 1048576 (default 65536)', parsePositiveInt)
       .option('--raw', 'write the whole checkpoint as raw bytes to stdout (for piping)')
-      .option('--json', 'print JSON (lease fields, and the page as base64 plus its decoding)'),
+      .option('--json', 'print JSON (lease fields, and the page as base64 plus its decoding)')
+      .option(
+        '--console-url <url>',
+        "print the lease's console URL: the console people open (also $WORKLEASE_CONSOLE_URL)",
+      ),
   )
     .addHelpText(
       'after',
@@ -310,6 +319,11 @@ export function buildProgram(): Command {
     )
     .option('--read-only', 'refuse force-release on every connection')
     .addOption(new Option('--environment <label>', 'label shown beside the connections').default(''))
+    .option('--metrics', 'serve Prometheus text at /metrics, behind the same sign-in as the console')
+    .option(
+      '--metrics-bind <[host:]port>',
+      'serve /metrics WITHOUT sign-in on a listener of its own (host default 127.0.0.1)',
+    )
     .addHelpText(
       'after',
       examples([
@@ -317,6 +331,7 @@ export function buildProgram(): Command {
         'worklease serve --connect $PROD_URL --connect $STAGING_URL --read-only --port 0',
         'WORKLEASE_TOKEN=$(openssl rand -hex 32) worklease serve --connect $URL',
         'worklease serve --config /etc/worklease/console.json --public-url https://console.example.com',
+        'worklease serve --connect $URL --metrics-bind 127.0.0.1:9464',
       ]),
     )
     .action((opts, cmd: Command) => serveCommand(opts, globalsOf(cmd)));

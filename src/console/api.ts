@@ -122,6 +122,8 @@ export const ConnectionInfoSchema = z.strictObject({
   /** Backend clock minus this machine's clock, ms. */
   clockOffsetMs: z.number(),
   error: ErrorDataSchema.nullable(),
+  /** The console's own calls to this backend per second (average of the last 10 s). */
+  callsPerSecond: z.number().nonnegative().optional(),
 });
 export type ConnectionInfo = z.infer<typeof ConnectionInfoSchema>;
 
@@ -153,6 +155,8 @@ export const AuditEntryWireSchema = z.strictObject({
   oldHolderId: z.string(),
   oldToken: token,
   newToken: token,
+  /** Shared by the entries of one bulk force-release (`lease.forceReleaseMany`); null otherwise. */
+  batchId: z.string().nullable(),
 });
 export type AuditEntryWire = z.infer<typeof AuditEntryWireSchema>;
 
@@ -178,6 +182,29 @@ export const CheckpointPageSchema = z.strictObject({
 export type CheckpointPage = z.infer<typeof CheckpointPageSchema>;
 
 const connectionId = z.string().min(1).max(100);
+
+export const ExportFormatSchema = z.enum(['csv', 'json']);
+/** The fleet view's filter, as `fleet.export` applies it. */
+export const ExportFilterSchema = z.strictObject({
+  search: z.string().max(200).optional(),
+  holder: z.string().max(512).optional(),
+  workIdPrefix: z.string().max(512).optional(),
+  statuses: z.array(LeaseStatusSchema).max(LEASE_STATUSES.length).optional(),
+});
+/** Most snapshot rows one `fleet.export` page reads (a page stays far below any transport cap). */
+export const MAX_EXPORT_PAGE = 5000;
+
+/** Most leases in one `lease.forceReleaseMany`. */
+export const MAX_BULK_ITEMS = 1000;
+
+/** One row of a bulk force-release: the lease after it, or why it was refused. */
+export const BulkResultSchema = z.strictObject({
+  workId: id,
+  ok: z.boolean(),
+  row: LeaseRowSchema.optional(),
+  error: z.strictObject({ code: ErrorCodeSchema, message: z.string() }).optional(),
+});
+export type BulkResult = z.infer<typeof BulkResultSchema>;
 
 /** A caller's role on one connection: viewer (read), operator (+ force-release, request release), admin (+ connections). */
 export const RoleSchema = z.enum(['viewer', 'operator', 'admin']);
@@ -327,6 +354,79 @@ export const methods = {
     }),
     result: LeaseRowSchema,
   },
+  /**
+   * Force-releases a selection (the rows a filter shows), each lease fenced by
+   * compare-and-set on its own `expectedToken`. `confirmCount` is the count the
+   * operator typed and must equal `items.length`. Refused as a whole (before any
+   * write) with FORBIDDEN on read-only connections or without the operator role;
+   * otherwise run row by row: a lease whose token moved is a CONFLICT in its own
+   * result and the others go on. Every entry written shares `batchId` in the audit.
+   */
+  'lease.forceReleaseMany': {
+    params: z
+      .strictObject({
+        connectionId,
+        items: z
+          .array(z.strictObject({ workId: id, expectedToken: token }))
+          .min(1)
+          .max(MAX_BULK_ITEMS),
+        reason: z.string().trim().min(1).max(2000),
+        operator: z.string().trim().min(1).max(200).optional(),
+        confirmCount: z.number().int().min(1).max(MAX_BULK_ITEMS),
+      })
+      .refine((p) => p.confirmCount === p.items.length, {
+        message: 'the typed count must equal the number of items',
+        path: ['confirmCount'],
+      })
+      .refine((p) => new Set(p.items.map((i) => i.workId)).size === p.items.length, {
+        message: 'a work id appears more than once',
+        path: ['items'],
+      }),
+    result: z.strictObject({
+      batchId: z.string(),
+      results: z.array(BulkResultSchema),
+    }),
+  },
+  /**
+   * The fleet as an export, one page at a time: the rows `offset`…`offset+limit`
+   * of the held snapshot (work-id order, as `fleet.snapshot` pages) that pass
+   * `filter`, as CSV lines or JSON objects (see src/console/export.ts; the page
+   * joins them with `assembleExport`). Statuses are computed at `statusAt`: the
+   * first page (offset 0) chooses it (the backend's time now) and later pages
+   * pass it back with `seq`; a page whose `seq` differs comes from a newer
+   * snapshot: start again. Viewer role.
+   */
+  'fleet.export': {
+    params: z.strictObject({
+      connectionId,
+      format: ExportFormatSchema,
+      filter: ExportFilterSchema.default({}),
+      offset: ms.default(0),
+      limit: z.number().int().min(1).max(MAX_EXPORT_PAGE).default(MAX_EXPORT_PAGE),
+      seq: ms.optional(),
+      statusAt: ms.optional(),
+    }),
+    result: z.strictObject({
+      records: z.array(z.string()),
+      /** Rows in the whole snapshot (before the filter). */
+      total: ms,
+      /** Offset of the next page; null after the last one. */
+      nextOffset: ms.nullable(),
+      seq: ms,
+      statusAt: ms,
+    }),
+  },
+  /** The audit log (newest first, at most 1000 entries: the backend's limit) as CSV lines or JSON objects. Viewer role. */
+  'audit.export': {
+    params: z.strictObject({
+      connectionId,
+      format: ExportFormatSchema,
+      workId: id.optional(),
+      search: z.string().max(200).optional(),
+      limit: z.number().int().min(1).max(1000).default(1000),
+    }),
+    result: z.strictObject({ records: z.array(z.string()) }),
+  },
   'audit.list': {
     params: z.strictObject({
       connectionId,
@@ -345,6 +445,19 @@ export const methods = {
       operator: z.string(),
       /** Whether connection profiles can be added/edited through this transport. */
       profilesEditable: z.boolean(),
+    }),
+  },
+  /**
+   * The backend server behind one connection, for the settings page: its kind and the version the
+   * server reports (PostgreSQL `server_version`, Redis `redis_version`). Asked of the backend at
+   * each call; refused with the connection's error (BACKEND_UNAVAILABLE…) when it is down. Viewer role.
+   */
+  'console.about': {
+    params: z.strictObject({ connectionId }),
+    result: z.strictObject({
+      connectionId,
+      kind: ConnectionInfoSchema.shape.kind,
+      serverVersion: z.string(),
     }),
   },
   /**

@@ -8,6 +8,7 @@ export * from './api.ts';
 export { type ClockSample, ServerClock, type ServerClockOptions } from './clock.ts';
 export { decodeCheckpoint, hexDump } from './decode.ts';
 export { dispatch } from './dispatch.ts';
+export * from './export.ts';
 export { FleetModel, type FleetModelOptions, type ModelEvent, type ModelSnapshot } from './model.ts';
 export {
   configDir,

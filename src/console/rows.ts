@@ -47,5 +47,6 @@ export function toAuditWire(entry: AuditEntry): AuditEntryWire {
     oldHolderId: entry.oldHolderId,
     oldToken: entry.oldToken.toString(),
     newToken: entry.newToken.toString(),
+    batchId: entry.batchId,
   };
 }

@@ -12,6 +12,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
+import { resolveTarget } from '../backends/common.ts';
 import { openBackend as defaultOpenBackend } from '../backends/open.ts';
 import { parseBackendUrl, redactUrl, resolveBackendUrl } from '../backends/url.ts';
 import {
@@ -24,7 +25,7 @@ import {
   NotFoundError,
   WorkleaseError,
 } from '../lease/errors.ts';
-import type { LeaseBackend, OpenOptions } from '../lease/types.ts';
+import type { LeaseAdmin, LeaseBackend, OpenOptions } from '../lease/types.ts';
 import { packageVersion } from '../version.ts';
 import {
   ALLOWED,
@@ -38,12 +39,15 @@ import {
   type SharedConsoleOptions,
 } from './access.ts';
 import {
+  type BulkResult,
   type ConnectionInfo,
   type ConnectionState,
   type ConsoleApi,
   type ConsoleEvent,
   DEFAULT_THRESHOLDS,
+  LEASE_STATUSES,
   type LeaseRow,
+  type LeaseStatus,
   type MethodName,
   methods,
   type Params,
@@ -53,10 +57,13 @@ import {
 } from './api.ts';
 import { ServerClock } from './clock.ts';
 import { decodeCheckpoint } from './decode.ts';
+import { auditMatches, auditRecord, fleetRecord, textMatches } from './export.ts';
+import { connectionIdFor } from './links.ts';
 import { FleetModel, type FleetModelOptions, type ModelEvent } from './model.ts';
 import type { ProfileStore, ThresholdOverrides } from './profiles.ts';
 import { toAuditWire, toLeaseRow } from './rows.ts';
 import { countFleet } from './stats.ts';
+import { leaseStatus } from './status.ts';
 
 /** A connection as given to the service (from a profile, the CLI or `connections.add`). */
 export interface ConnectionInput {
@@ -116,9 +123,29 @@ export interface ConsoleService extends ConsoleApi {
   model(connectionId: string): FleetModel | undefined;
   /** Resolves when the connection is live (first snapshot loaded); rejects after `timeoutMs` with its last error. */
   waitLive(connectionId: string, timeoutMs?: number): Promise<ConnectionInfo>;
+  /**
+   * Figures for `/metrics` (src/server/metrics.ts), for the connections `caller` may see
+   * (undefined: every connection — the unauthenticated metrics listener the operator chose).
+   */
+  metrics(caller: Caller | undefined): ConnectionMetrics[];
   readonly readOnly: boolean;
   readonly operator: string;
   close(): Promise<void>;
+}
+
+/** One connection's figures for `/metrics`. */
+export interface ConnectionMetrics {
+  id: string;
+  name: string;
+  kind: ConnectionInfo['kind'];
+  state: ConnectionState;
+  /** Leases by status at the backend's time; null before the first snapshot. */
+  byStatus: Record<LeaseStatus, number> | null;
+  /** Distinct holders of the leases that are held now (live, expiring, stuck). */
+  holders: number | null;
+  /** The console's calls to this backend: in all, and per second over the last 10 s. */
+  callsTotal: number;
+  callsPerSecond: number;
 }
 
 function defaultOperator(): string {
@@ -141,6 +168,8 @@ export function splitConsoleUrl(url: string): { url: string; options: OpenOption
 }
 
 const CONNECT_RETRY_MIN_MS = 250;
+/** Force-releases of one bulk call in flight at once. */
+const BULK_CONCURRENCY = 8;
 /** How long a paged snapshot is held after its last page was read. */
 const PAGED_SNAPSHOT_HOLD_MS = 30_000;
 const CONNECT_RETRY_MAX_MS = 10_000;
@@ -162,6 +191,10 @@ interface ResolvedInput {
 
 class Connection {
   backend: LeaseBackend | null = null;
+  /** `backend.admin` with every call counted: what the model and the service call. */
+  admin: LeaseAdmin | null = null;
+  /** The console's own load on this backend. */
+  readonly calls: CallMeter;
   model: FleetModel | null = null;
   clock: ServerClock | null = null;
   private ownState: ConnectionState = 'connecting';
@@ -180,7 +213,9 @@ class Connection {
     public input: ResolvedInput,
     readonly persistent: boolean,
     private readonly service: Service,
-  ) {}
+  ) {
+    this.calls = new CallMeter(service.now);
+  }
 
   get kind(): ConnectionInfo['kind'] {
     return parseBackendUrl(this.input.url).kind;
@@ -209,6 +244,7 @@ class Connection {
       syncedAt: this.model?.syncedAt ?? null,
       clockOffsetMs: Math.round(this.clock?.offsetMs ?? 0),
       error: err === null || err === undefined ? null : errorToData(err),
+      callsPerSecond: this.calls.perSecond(),
     };
   }
 
@@ -226,7 +262,8 @@ class Connection {
         ...this.service.backendOptions,
         migrate: false,
       });
-      const clock = new ServerClock(() => backend!.admin.serverTime(), {
+      const admin = countedAdmin(backend.admin, () => this.calls.add());
+      const clock = new ServerClock(() => admin.serverTime(), {
         now: this.service.now,
         refreshMs: this.service.clockRefreshMs,
       });
@@ -236,8 +273,9 @@ class Connection {
         return;
       }
       clock.start();
-      const model = new FleetModel(backend.admin, clock, this.service.feedOptions);
+      const model = new FleetModel(admin, clock, this.service.feedOptions);
       this.backend = backend;
+      this.admin = admin;
       this.clock = clock;
       this.model = model;
       this.unsubscribe = model.subscribe((e) => this.onModelEvent(e));
@@ -296,6 +334,13 @@ class Connection {
   whenLive(): Promise<void> {
     if (this.state === 'live') return Promise.resolve();
     return new Promise((resolve) => this.liveWaiters.push(resolve));
+  }
+
+  /** The backend's admin calls, counted (see {@link CallMeter}), or the reason there is none. */
+  requireAdmin(): LeaseAdmin {
+    if (this.admin !== null) return this.admin;
+    this.requireBackend();
+    throw new BackendUnavailableError(`connection '${this.input.name}' is not connected yet`);
   }
 
   /** The backend, or the reason there is none (the connection's own error). */
@@ -393,7 +438,7 @@ class Service implements ConsoleService {
     for (const profile of this.store?.load() ?? []) {
       this.addConnection(profile.id, profile, true);
     }
-    for (const input of initial) this.addConnection(newId(), input, false);
+    for (const input of initial) this.addConnection(this.givenId(input.url), input, false);
   }
 
   // ---- ConsoleApi ------------------------------------------------------------
@@ -571,14 +616,14 @@ class Service implements ConsoleService {
     },
     'lease.get': async ({ connectionId, workId }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
-      const info = await conn.requireBackend().admin.get(workId);
+      const info = await conn.requireAdmin().get(workId);
       if (info === null) return null;
       conn.model?.applyInfo(info);
       return toLeaseRow(info);
     },
     'checkpoint.read': async ({ connectionId, workId, offset, length }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
-      const page = await conn.requireBackend().admin.readState(workId, { offset, length });
+      const page = await conn.requireAdmin().readState(workId, { offset, length });
       if (page === null) return null;
       const decoded = decodeCheckpoint(page.bytes, page.size, page.offset);
       return {
@@ -595,11 +640,88 @@ class Service implements ConsoleService {
     },
     'lease.forceRelease': (params, caller) => this.operatorAction('force-release', params, caller),
     'lease.requestRelease': (params, caller) => this.operatorAction('request-release', params, caller),
+    'lease.forceReleaseMany': async ({ connectionId, items, reason, operator }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
+      const allowed = this.operatorPermission(caller, conn, 'force-release');
+      if (!allowed.allowed) throw new ForbiddenError(allowed.reason, { details: { connectionId } });
+      if (caller.via !== 'desktop' && operator !== undefined && operator !== caller.user) {
+        throw new ForbiddenError(
+          `the audit log records the signed-in user ('${caller.user}'); another operator name is refused`,
+          { details: { connectionId } },
+        );
+      }
+      const admin = conn.requireAdmin();
+      const batchId = `b_${randomBytes(9).toString('base64url')}`;
+      const who = caller.via === 'desktop' ? (operator ?? caller.user) : caller.user;
+      const results: BulkResult[] = new Array(items.length);
+      // A few at a time: bounded load on the backend, each row its own compare-and-set.
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        for (let i = next++; i < items.length; i = next++) {
+          const item = items[i]!;
+          try {
+            const info = await admin.forceRelease(item.workId, {
+              expectedToken: BigInt(item.expectedToken),
+              operator: who,
+              reason,
+              batchId,
+            });
+            conn.model?.applyInfo(info);
+            results[i] = { workId: item.workId, ok: true, row: toLeaseRow(info) };
+          } catch (err) {
+            const data = errorToData(err);
+            results[i] = {
+              workId: item.workId,
+              ok: false,
+              error: { code: data.code, message: data.message },
+            };
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(BULK_CONCURRENCY, items.length) }, worker));
+      conn.model?.wake();
+      return { batchId, results };
+    },
+    'fleet.export': async ({ connectionId, format, filter, offset, limit, seq, statusAt }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
+      const model = conn.model;
+      if (model === null)
+        return { records: [], total: 0, nextOffset: null, seq: 0, statusAt: conn.serverNow() };
+      const snap = conn.pagedSnapshot(model, seq);
+      // A later page of the same snapshot keeps the first page's time: one status per row per file.
+      const at = offset > 0 && seq === snap.seq && statusAt !== undefined ? statusAt : conn.serverNow();
+      const statuses =
+        filter.statuses !== undefined && filter.statuses.length > 0 ? new Set(filter.statuses) : null;
+      const records: string[] = [];
+      const end = Math.min(snap.rows.length, offset + limit);
+      for (let i = offset; i < end; i++) {
+        const row = snap.rows[i]!;
+        if (!textMatches(filter, row)) continue;
+        const status = leaseStatus(row, at, conn.input.thresholds);
+        if (statuses !== null && !statuses.has(status)) continue;
+        records.push(fleetRecord(format, conn.input.name, row, status));
+      }
+      return {
+        records,
+        total: snap.rows.length,
+        nextOffset: end < snap.rows.length ? end : null,
+        seq: snap.seq,
+        statusAt: at,
+      };
+    },
+    'audit.export': async ({ connectionId, format, workId, search, limit }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
+      const entries = await conn.requireAdmin().audit(workId === undefined ? { limit } : { workId, limit });
+      return {
+        records: entries
+          .map(toAuditWire)
+          .filter((e) => auditMatches(search, e))
+          .map((e) => auditRecord(format, conn.input.name, e)),
+      };
+    },
     'audit.list': async ({ connectionId, workId, limit }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
-      const entries = await conn
-        .requireBackend()
-        .admin.audit(workId === undefined ? { limit } : { workId, limit });
+      const entries = await conn.requireAdmin().audit(workId === undefined ? { limit } : { workId, limit });
       return entries.map(toAuditWire);
     },
     'console.info': async (_p, caller) => ({
@@ -608,6 +730,11 @@ class Service implements ConsoleService {
       operator: caller.user,
       profilesEditable: this.editable,
     }),
+    'console.about': async ({ connectionId }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
+      const serverVersion = await conn.requireAdmin().serverVersion();
+      return { connectionId, kind: conn.kind, serverVersion };
+    },
     'console.session': async (_p, caller) => ({
       user: caller.user,
       via: caller.via,
@@ -659,7 +786,7 @@ class Service implements ConsoleService {
       operator: caller.via === 'desktop' ? (p.operator ?? caller.user) : caller.user,
       reason: p.reason,
     };
-    const admin = conn.requireBackend().admin;
+    const admin = conn.requireAdmin();
     const info =
       action === 'force-release'
         ? await admin.forceRelease(workId, options)
@@ -743,6 +870,37 @@ class Service implements ConsoleService {
 
   // ---- connections ------------------------------------------------------------
 
+  metrics(caller: Caller | undefined): ConnectionMetrics[] {
+    return [...this.conns.values()]
+      .filter((c) => caller === undefined || roleOn(caller, c.input.name) !== null)
+      .map((c) => {
+        const model = c.model;
+        let byStatus: Record<LeaseStatus, number> | null = null;
+        let holders: number | null = null;
+        if (model !== null && model.syncedAt !== null) {
+          const at = c.serverNow();
+          byStatus = Object.fromEntries(LEASE_STATUSES.map((st) => [st, 0])) as Record<LeaseStatus, number>;
+          const held = new Set<string>();
+          for (const row of model.rows()) {
+            const status = leaseStatus(row, at, c.input.thresholds);
+            byStatus[status]++;
+            if (status === 'live' || status === 'expiring' || status === 'stuck') held.add(row.holderId);
+          }
+          holders = held.size;
+        }
+        return {
+          id: c.id,
+          name: c.input.name,
+          kind: c.kind,
+          state: c.state,
+          byStatus,
+          holders,
+          callsTotal: c.calls.total,
+          callsPerSecond: c.calls.perSecond(),
+        };
+      });
+  }
+
   connections(): ConnectionInfo[] {
     return [...this.conns.values()].map((c) => c.info());
   }
@@ -772,6 +930,23 @@ class Service implements ConsoleService {
       clearTimeout(timer);
     }
     return conn.info();
+  }
+
+  /** A given connection's id: derived from its effective URL (src/console/links.ts), unique here. */
+  private givenId(url: string): string {
+    let base: string;
+    try {
+      base = connectionIdFor(
+        resolveTarget(url, this.backendOptions, ['postgres', 'pglite', 'redis', 'redis-cluster'], 'backend')
+          .url,
+      );
+    } catch {
+      // Refused when opened, with the reason; the id only has to be unique.
+      return newId();
+    }
+    let id = base;
+    for (let n = 2; this.conns.has(id); n++) id = `${base}-${n}`;
+    return id;
   }
 
   private addConnection(id: string, input: ConnectionInput, persistent: boolean): Connection {
@@ -828,6 +1003,54 @@ class Service implements ConsoleService {
     this.conns.clear();
     this.listeners.clear();
   }
+}
+
+/** Seconds the calls-per-second figure averages over. */
+const RATE_WINDOW_S = 10;
+
+/** Counts calls, in all and per second of the local clock, for a rate over the last complete seconds. */
+export class CallMeter {
+  total = 0;
+  private readonly slots = new Array<number>(RATE_WINDOW_S + 1).fill(0);
+  private readonly slotSecond = new Array<number>(RATE_WINDOW_S + 1).fill(-1);
+
+  constructor(private readonly now: () => number) {}
+
+  add(): void {
+    this.total++;
+    const sec = Math.floor(this.now() / 1000);
+    const i = sec % this.slots.length;
+    if (this.slotSecond[i] !== sec) {
+      this.slotSecond[i] = sec;
+      this.slots[i] = 0;
+    }
+    this.slots[i]!++;
+  }
+
+  /** Calls per second over the last {@link RATE_WINDOW_S} complete seconds. */
+  perSecond(): number {
+    const sec = Math.floor(this.now() / 1000);
+    let sum = 0;
+    for (let i = 0; i < this.slots.length; i++) {
+      const at = this.slotSecond[i]!;
+      if (at < sec && at >= sec - RATE_WINDOW_S) sum += this.slots[i]!;
+    }
+    return Math.round((sum / RATE_WINDOW_S) * 100) / 100;
+  }
+}
+
+/** `admin` with `count` called before every call (the push watches are subscriptions, not calls). */
+function countedAdmin(admin: LeaseAdmin, count: () => void): LeaseAdmin {
+  return new Proxy(admin, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== 'function' || prop === 'watchChanges' || prop === 'watchEnded') return value;
+      return (...args: unknown[]) => {
+        count();
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
 }
 
 function newId(): string {

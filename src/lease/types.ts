@@ -158,6 +158,12 @@ export interface ForceReleaseOptions {
   operator: string;
   /** Why (recorded in the audit log). Required, non-empty. */
   reason: string;
+  /**
+   * Groups the audit entries of one bulk action (the console's force-release of a filtered
+   * selection): 1..64 characters of `A-Z a-z 0-9 _ -`. Recorded on the audit entry; no effect
+   * on the lease itself.
+   */
+  batchId?: string;
 }
 
 /** Options of {@link LeaseAdmin.requestRelease}: the same shape as {@link ForceReleaseOptions}. */
@@ -184,6 +190,8 @@ export interface AuditEntry {
   oldToken: bigint;
   /** For a request-release, equal to `oldToken`: a request does not change the token. */
   newToken: bigint;
+  /** The {@link ForceReleaseOptions.batchId} the entry was written with; null when none. */
+  batchId: string | null;
 }
 
 export interface AuditOptions {
@@ -289,6 +297,11 @@ export interface LeaseAdmin {
   readState(workId: string, options?: ReadStateOptions): Promise<StatePage | null>;
   /** The backend's clock. */
   serverTime(): Promise<Date>;
+  /**
+   * The backend server's version as it reports it: PostgreSQL's `server_version`
+   * (PGlite's embedded PostgreSQL too), Redis' `redis_version` from `INFO server`.
+   */
+  serverVersion(): Promise<string>;
   /** A cursor at the current head of the change feed; changes after this call come after it. */
   changeCursor(): Promise<string>;
   /** Changes after `cursor`, oldest first. A change may be delivered more than once; apply by (token, version). */

@@ -76,6 +76,22 @@ export function checkOperator(name: string, value: unknown): string {
   return text;
 }
 
+/** A bulk action's batch id ({@link ForceReleaseOptions.batchId}): 1..64 of `A-Z a-z 0-9 _ -`. */
+export const BATCH_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** A batch id, or undefined when none was given. */
+export function checkBatchId(name: string, value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string')
+    throw new InvalidArgumentError(`${name} must be a string, got ${describe(value)}`);
+  if (!BATCH_ID_PATTERN.test(value)) {
+    throw new InvalidArgumentError(
+      `${name} must be 1 to 64 characters of A-Z, a-z, 0-9, '_' and '-' (got ${value.length} characters)`,
+    );
+  }
+  return value;
+}
+
 /**
  * A ttl in milliseconds: a positive finite number up to {@link MAX_TTL_MS}.
  * Fractions are rounded up to the next whole millisecond (the backends' resolution).

@@ -32,9 +32,11 @@ import type { ConsoleService } from '../console/service.ts';
 import { type ErrorCode, errorToData, ForbiddenError, InvalidArgumentError } from '../lease/errors.ts';
 import { rendererDir } from '../version.ts';
 import { Authenticator, type AuthOptions, bearerOf, generateToken, SESSION_COOKIE } from './auth.ts';
+import { formatMetrics, METRICS_CONTENT_TYPE } from './metrics.ts';
 
 export interface WebServerOptions {
-  service: Pick<ConsoleService, 'handle' | 'subscribe' | 'connections' | 'canView'>;
+  service: Pick<ConsoleService, 'handle' | 'subscribe' | 'connections' | 'canView'> &
+    Partial<Pick<ConsoleService, 'metrics'>>;
   /** Interface to bind. Default `127.0.0.1`. A wildcard (`0.0.0.0`, `::`) needs `publicUrl`. */
   host?: string;
   /** Port; 0 picks a free one. Default 7420. */
@@ -60,6 +62,11 @@ export interface WebServerOptions {
   staticDir?: string;
   /** Refuse `lease.forceRelease` at the transport too (the service refuses it as well when it is read-only). Default false. */
   readOnly?: boolean;
+  /**
+   * Serve Prometheus text at `GET /metrics`, behind the same sign-in as the API (a bearer token, the
+   * session cookie or the trusted proxy), with the connections the caller may see. Default false.
+   */
+  metrics?: boolean;
   /** Largest request body, bytes. Default 1 MiB. */
   maxBodyBytes?: number;
   /** Interval of WebSocket ping frames, ms. Default 20 000. */
@@ -308,7 +315,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       return;
     }
     const { method, params } = envelope.data;
-    if (readOnly && method === 'lease.forceRelease') {
+    if (readOnly && (method === 'lease.forceRelease' || method === 'lease.forceReleaseMany')) {
       sendError(res, 403, errData(new ForbiddenError('the console is read-only: force-release is refused')));
       return;
     }
@@ -405,6 +412,28 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     } catch {
       res.writeHead(400);
       res.end();
+      return;
+    }
+    if (pathname === '/metrics' && options.metrics === true && service.metrics !== undefined) {
+      if (foreignOrigin(req)) {
+        sendError(res, 403, errData(new ForbiddenError('cross-origin requests are refused')));
+        return;
+      }
+      // A read, and the session cookie is SameSite=Strict: another site's page never sends it.
+      const who = auth.authenticate(req, true);
+      if (!who.ok) {
+        if (who.status === 401) unauthorized(res, who.message);
+        else sendError(res, 403, errData(new ForbiddenError(who.message)));
+        return;
+      }
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        res.setHeader('Allow', 'GET, HEAD');
+        sendError(res, 405, errData(new InvalidArgumentError('use GET for /metrics')));
+        return;
+      }
+      const body = formatMetrics(service.metrics(who.caller));
+      res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(body) });
+      res.end(req.method === 'HEAD' ? undefined : body);
       return;
     }
     if (pathname === '/api' || pathname.startsWith('/api/')) {

@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPostgres } from '../../src/backends/postgres/index.ts';
-import { LATEST_VERSION } from '../../src/backends/sql/migrations.ts';
+import { LATEST_VERSION, MIGRATIONS, pendingMigrations } from '../../src/backends/sql/migrations.ts';
 import { changeScanParams, decodeChangeCursor } from '../../src/backends/sql/rows.ts';
 import { buildStatements } from '../../src/backends/sql/statements.ts';
 import type { LeaseBackend, LeaseChange, LeaseRecord, OpenOptions } from '../../src/index.ts';
@@ -55,12 +55,45 @@ describe('migrations', () => {
     const schema = newSchema();
     const opened = await Promise.all([1, 2, 3, 4].map(() => open(schema, { poolSize: 2 })));
     const { rows } = await admin.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
-    expect(rows.map((r) => r.version)).toEqual(Array.from({ length: LATEST_VERSION }, (_, i) => i + 1));
+    expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version).sort((x, y) => x - y));
     // All four share the tables: one's lease is held for the others.
     const rec = await opened[0]!.acquire('shared', 'h0', 10_000);
     expect((await opened[1]!.admin.get('shared'))?.fencingToken).toBe(rec.fencingToken);
     for (const b of opened.slice(1))
       expect(await codeOf(b.acquire('shared', 'h1', 10_000))).toBe('LEASE_HELD');
+  });
+
+  it('applies a migration numbered below one already applied (registered later), and checkSchema asks for it', () => {
+    const m = (version: number) => ({ version, name: `m${version}`, sql: () => '' });
+    const known = [m(1), m(2), m(3), m(5), m(4)];
+    expect(pendingMigrations([1, 2, 3, 5], known).map((x) => x.version)).toEqual([4]);
+    expect(pendingMigrations([1, 2], known).map((x) => x.version)).toEqual([3, 4, 5]);
+    expect(pendingMigrations([1, 2, 3, 4, 5], known)).toEqual([]);
+  });
+
+  it('a schema missing a lower-numbered migration is refused with migrate: false and completed by migrate', async () => {
+    const schema = newSchema();
+    await (await open(schema)).close();
+    // As if migration 3 were registered after a higher one was applied: undo it and forget it.
+    await admin.query(
+      `DROP TRIGGER leases_ended ON "${schema}".leases; DROP FUNCTION "${schema}".notify_ended()`,
+    );
+    await admin.query(`DELETE FROM "${schema}".schema_migrations WHERE version = 3`);
+    const err = await openPostgres(PG_URL, { schema, migrate: false }).then(
+      () => null,
+      (e: unknown) => e as Error & { code: string },
+    );
+    expect(err?.code).toBe('SCHEMA_MISMATCH');
+    expect(err?.message).toContain(`at version ${LATEST_VERSION} without 3`);
+    await (await open(schema)).close();
+    const { rows } = await admin.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+    expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((x) => x.version).sort((x, y) => x - y));
+    const trigger = await admin.query(
+      `SELECT 1 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE t.tgname = 'leases_ended' AND n.nspname = $1`,
+      [schema],
+    );
+    expect(trigger.rows).toHaveLength(1);
   });
 
   it('migrate: false refuses a missing schema with SCHEMA_MISMATCH and a hint', async () => {

@@ -947,6 +947,7 @@ export function defineConformance(target: BackendTarget): void {
           oldHolderId: 'h1',
           oldToken: r1.fencingToken,
           newToken: forced.fencingToken,
+          batchId: null,
         });
         expect(entry.id.length).toBeGreaterThan(0);
         expect(entry.at.getTime()).toBeGreaterThanOrEqual(t0 - 1_000);
@@ -967,6 +968,40 @@ export function defineConformance(target: BackendTarget): void {
         const everything = await b.admin.audit({ limit: 1000 });
         for (const e of both) expect(everything.find((x) => x.id === e.id)).toEqual(e);
         expect(await b.admin.audit({ workId: wid('no-audit') })).toEqual([]);
+      });
+
+      it('forceRelease records the batch id on the audit entry', async () => {
+        const a = wid('batch-a');
+        const c = wid('batch-c');
+        const ra = await b.acquire(a, 'h1', LIVE);
+        const rc = await b.acquire(c, 'h2', LIVE);
+        const batchId = `b_${wid('x')
+          .replace(/[^A-Za-z0-9_-]/g, '_')
+          .slice(-40)}`;
+        await b.admin.forceRelease(a, {
+          expectedToken: ra.fencingToken,
+          operator: 'op',
+          reason: 'bulk',
+          batchId,
+        });
+        await b.admin.forceRelease(c, {
+          expectedToken: rc.fencingToken,
+          operator: 'op',
+          reason: 'bulk',
+          batchId,
+        });
+        const entries = [...(await b.admin.audit({ workId: a })), ...(await b.admin.audit({ workId: c }))];
+        expect(entries.map((e) => [e.workId, e.batchId])).toEqual([
+          [a, batchId],
+          [c, batchId],
+        ]);
+        const everything = await b.admin.audit({ limit: 1000 });
+        expect(
+          everything
+            .filter((e) => e.batchId === batchId)
+            .map((e) => e.workId)
+            .sort(),
+        ).toEqual([a, c].sort());
       });
 
       it('forceRelease with a stale or unknown expectedToken is CONFLICT and changes nothing', async () => {
@@ -1563,6 +1598,13 @@ export function defineConformance(target: BackendTarget): void {
             () => b.admin.forceRelease('', { expectedToken: t, operator: 'op', reason: 'r' }),
           ],
           ['forceRelease no options', () => b.admin.forceRelease(w, undefined as never)],
+          ...(['', 'x'.repeat(65), 'a b', 'a/b', 'é', 7] as unknown[]).map(
+            (batchId): [string, () => Promise<unknown>] => [
+              `forceRelease batchId ${JSON.stringify(batchId)}`,
+              () =>
+                b.admin.forceRelease(w, { expectedToken: t, operator: 'op', reason: 'r', batchId } as never),
+            ],
+          ),
           ['audit limit 0', () => b.admin.audit({ limit: 0 })],
           ['audit bad workId', () => b.admin.audit({ workId: 'a\u0000' })],
           ['prune without olderThanMs', () => b.admin.prune({} as never)],

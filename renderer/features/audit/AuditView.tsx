@@ -7,6 +7,7 @@ import { useServices } from '../../app/context.tsx';
 import { useConnections } from '../../app/hooks.ts';
 import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
 import { formatTime } from '../../lib/format.ts';
+import { AuditExport } from '../bulk/AuditExport.tsx';
 
 /** Every connection's operator actions, newest first. */
 export function AuditView() {
@@ -44,6 +45,7 @@ export function AuditView() {
           value={text}
           onChange={(e) => setText(e.target.value)}
         />
+        <AuditExport connectionIds={connections.map((c) => c.id)} search={text} />
       </div>
       {results.map((r, i) =>
         r.error !== null ? (

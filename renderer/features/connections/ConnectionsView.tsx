@@ -116,6 +116,14 @@ function ConnectionCard({
           {Math.round(conn.thresholds.expiringFraction * 100)} % of ttl · clock offset{' '}
           {Math.round(conn.clockOffsetMs)} ms
         </span>
+        {conn.callsPerSecond !== undefined && (
+          <span
+            className="muted"
+            title="The console's own calls to this backend, averaged over the last 10 s"
+          >
+            console load {conn.callsPerSecond.toLocaleString(undefined, { maximumFractionDigits: 1 })} calls/s
+          </span>
+        )}
       </div>
       {conn.error !== null && <ErrorNotice error={conn.error} url={conn.url} context="connection" />}
       <div className="conn-actions">

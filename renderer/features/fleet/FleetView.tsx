@@ -7,6 +7,7 @@ import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
 import { formatAgo, formatClockSeconds } from '../../lib/format.ts';
 import { runSliced } from '../../lib/slices.ts';
+import { FleetActions } from '../bulk/FleetActions.tsx';
 import { DetailPane } from '../detail/DetailPane.tsx';
 import { FleetTable, rowKey } from './FleetTable.tsx';
 import {
@@ -362,6 +363,14 @@ export function FleetView({
             <button type="button" disabled={!filtered} onClick={() => setFilter(EMPTY_FILTER)}>
               Clear filters
             </button>
+            <FleetActions
+              view={view}
+              fleets={fleetMap}
+              connections={connections}
+              frozen={frozen}
+              filter={filter}
+              scopeIds={inScope.map((f) => f.connection.id)}
+            />
           </div>
           <div className={`fleet-split${selection !== null ? ' with-detail' : ''}`}>
             {(loading && sources.length === 0) || (computing && view.total === 0 && sources.length > 0) ? (

@@ -896,6 +896,7 @@ class RedisDriver implements LeaseDriver {
     expectedToken: bigint,
     operator: string,
     reason: string,
+    batchId: string | null,
   ): Promise<LeaseInfo> {
     const L = this.layout;
     const b = L.bucketOf(workId);
@@ -904,7 +905,7 @@ class RedisDriver implements LeaseDriver {
       S.forceRelease,
       b,
       [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!, L.aud[b]!],
-      [workId, expectedToken.toString(), operator, reason],
+      [workId, expectedToken.toString(), operator, reason, batchId ?? ''],
     );
     if (typeof reply === 'string') {
       await this.confirm('forceRelease', b);
@@ -986,6 +987,7 @@ class RedisDriver implements LeaseDriver {
         oldHolderId: m.get('old_holder') ?? '',
         oldToken: BigInt(m.get('old_token') ?? '0'),
         newToken: BigInt(m.get('new_token') ?? '0'),
+        batchId: m.get('batch') ?? null,
       };
     };
     if (workId !== undefined) {
@@ -1051,6 +1053,11 @@ class RedisDriver implements LeaseDriver {
   async serverTime(): Promise<Date> {
     const [s, us] = await this.send<[string, string]>('serverTime', 'time', []);
     return new Date(Number(s) * 1000 + Math.floor(Number(us) / 1000));
+  }
+
+  async serverVersion(): Promise<string> {
+    const info = String(await this.send<string>('serverVersion', 'info', ['server']));
+    return /^redis_version:(.+)$/m.exec(info)?.[1]?.trim() ?? '';
   }
 
   async changeCursor(): Promise<string> {

@@ -289,7 +289,8 @@ return exp`,
 };
 
 /**
- * forceRelease — KEYS: m, exp, chg, wake, aud. ARGV: workId, expectedToken, operator, reason.
+ * forceRelease — KEYS: m, exp, chg, wake, aud. ARGV: workId, expectedToken, operator, reason,
+ *   batchId ('' for none; stored on the audit entry as `batch` only when given).
  * - `{'NOTFOUND'}` no lease (never acquired, or pruned).
  * - `{'CONFLICT', token, ended}` the stored token is not the one the operator saw, or the lease was
  *   already released / force-released (an expired, unreleased lease can be force-released).
@@ -315,8 +316,13 @@ exp = string.format('%d', now - 1)
 m = ${pack({ rel: 'nows', ended: "'force-released'", ver: "string.format('%d', ver + 1)", rq: "''" })}
 redis.call('HSET', KEYS[1], ARGV[1], m)
 redis.call('ZADD', KEYS[2], exp, ARGV[1])
-redis.call('XADD', KEYS[5], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'workId', ARGV[1], 'operator', ARGV[3],
-  'reason', ARGV[4], 'old_holder', holder, 'old_token', oldTok, 'new_token', tok, 'at', nows)
+if ARGV[5] ~= nil and ARGV[5] ~= '' then
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'workId', ARGV[1], 'operator', ARGV[3],
+    'reason', ARGV[4], 'old_holder', holder, 'old_token', oldTok, 'new_token', tok, 'at', nows, 'batch', ARGV[5])
+else
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'workId', ARGV[1], 'operator', ARGV[3],
+    'reason', ARGV[4], 'old_holder', holder, 'old_token', oldTok, 'new_token', tok, 'at', nows)
+end
 emit(KEYS[3], KEYS[4], 'force-released\\n' .. ARGV[1] .. '\\n' .. m)
 return m`,
 };

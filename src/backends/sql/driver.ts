@@ -239,12 +239,14 @@ export class SqlLeaseDriver implements LeaseDriver {
     expectedToken: bigint,
     operator: string,
     reason: string,
+    batchId: string | null,
   ): Promise<LeaseInfo> {
     const rows = await this.#client.queryText(this.#sql.forceRelease, [
       workId,
       expectedToken,
       operator,
       reason,
+      batchId,
     ]);
     const row = rows[0];
     if (row === undefined) {
@@ -324,6 +326,11 @@ export class SqlLeaseDriver implements LeaseDriver {
   async serverTime(): Promise<Date> {
     const rows = await this.#client.query(this.#sql.serverTime, []);
     return toDate(rows[0]?.now, 'now');
+  }
+
+  async serverVersion(): Promise<string> {
+    const rows = await this.#client.query({ text: "SELECT current_setting('server_version') AS v" }, []);
+    return String(rows[0]?.v ?? '');
   }
 
   async changeCursor(): Promise<string> {

@@ -120,6 +120,17 @@ ALTER TABLE ${s}.leases ADD CONSTRAINT leases_last_op_check CHECK (last_op IN
   ('acquired', 'renewed', 'checkpointed', 'released', 'force-released', 'release-requested', 'pruned'));
 `,
   },
+  {
+    version: 5,
+    name: '005_audit_batch',
+    sql: (s) => `
+-- The batch a force-release belongs to (the console's bulk force-release of a filtered
+-- selection writes one audit entry per lease, all with the same batch id); NULL for a
+-- single force-release and for entries written before this migration.
+ALTER TABLE ${s}.audit ADD COLUMN batch_id text;
+CREATE INDEX audit_batch_idx ON ${s}.audit (batch_id) WHERE batch_id IS NOT NULL;
+`,
+  },
 ];
 
 /** The LISTEN channel on which the end of a lease in `schema` is announced (see migration 3). */
@@ -138,6 +149,13 @@ function quoteLiteral(text: string): string {
 /** The schema version this code needs. */
 export const LATEST_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
 
+/**
+ * The migrations in version order. Numbers need not be consecutive nor listed in order: a
+ * migration numbered below one already applied (written on another branch at the same time) is
+ * still applied, since the runner compares the set of applied versions, not only the highest.
+ */
+const ORDERED: readonly Migration[] = [...MIGRATIONS].sort((a, b) => a.version - b.version);
+
 /** Arbitrary constant that namespaces worklease's advisory locks (first key of the two-key form). */
 const LOCK_CLASS = 0x776c6d; // 'wlm'
 
@@ -145,16 +163,30 @@ function migrateHint(url: string): string {
   return `run \`${migrateCommandFor(url)}\` to create or upgrade it`;
 }
 
-async function currentVersion(q: SqlQuery, schema: string): Promise<number | null> {
+/** The applied migration versions, ascending; null when the schema has no migrations table. */
+async function appliedVersions(q: SqlQuery, schema: string): Promise<number[] | null> {
   const [present] = await q.query({ text: 'SELECT to_regclass($1) IS NOT NULL AS present' }, [
     `${quoteIdent(schema)}.schema_migrations`,
   ]);
   if (present?.present !== true) return null;
-  const [row] = await q.query(
-    { text: `SELECT coalesce(max(version), 0)::int AS version FROM ${quoteIdent(schema)}.schema_migrations` },
+  const rows = await q.query(
+    { text: `SELECT version::int AS version FROM ${quoteIdent(schema)}.schema_migrations ORDER BY version` },
     [],
   );
-  return Number(row?.version ?? 0);
+  return rows.map((r) => Number(r.version));
+}
+
+/** The migrations of `known` not applied yet, in version order (exported for its test). */
+export function pendingMigrations(
+  applied: readonly number[],
+  known: readonly Migration[] = ORDERED,
+): Migration[] {
+  const done = new Set(applied);
+  return [...known].sort((a, b) => a.version - b.version).filter((m) => !done.has(m.version));
+}
+
+function missing(applied: readonly number[]): Migration[] {
+  return pendingMigrations(applied);
 }
 
 function tooNew(schema: string, version: number, url: string): SchemaMismatchError {
@@ -166,8 +198,8 @@ function tooNew(schema: string, version: number, url: string): SchemaMismatchErr
 
 /** With `migrate: false`: refuses a missing, older or newer schema. Writes nothing. */
 export async function checkSchema(client: SqlClient, schema: string, url: string): Promise<void> {
-  const version = await currentVersion(client, schema);
-  if (version === null) {
+  const applied = await appliedVersions(client, schema);
+  if (applied === null) {
     throw new SchemaMismatchError(
       `schema "${schema}" on ${url} has no worklease tables; ${migrateHint(url)}`,
       {
@@ -175,13 +207,15 @@ export async function checkSchema(client: SqlClient, schema: string, url: string
       },
     );
   }
-  if (version < LATEST_VERSION) {
+  const version = applied.length === 0 ? 0 : applied[applied.length - 1]!;
+  if (version > LATEST_VERSION) throw tooNew(schema, version, url);
+  const todo = missing(applied);
+  if (todo.length > 0) {
     throw new SchemaMismatchError(
-      `schema "${schema}" on ${url} is at version ${version}, this worklease needs ${LATEST_VERSION}; ${migrateHint(url)}`,
-      { details: { schema, version, expected: LATEST_VERSION } },
+      `schema "${schema}" on ${url} is at version ${version}${version >= todo[0]!.version ? ` without ${todo.map((m) => m.version).join(', ')}` : ''}, this worklease needs ${LATEST_VERSION}; ${migrateHint(url)}`,
+      { details: { schema, version, expected: LATEST_VERSION, missing: todo.map((m) => m.version) } },
     );
   }
-  if (version > LATEST_VERSION) throw tooNew(schema, version, url);
 }
 
 /** Creates or upgrades the schema. Returns the migrations applied by this call (empty when up to date). */
@@ -200,11 +234,11 @@ export async function migrateSchema(client: SqlClient, schema: string, url: stri
       },
       [],
     );
-    const version = (await currentVersion(tx, schema)) ?? 0;
+    const done = (await appliedVersions(tx, schema)) ?? [];
+    const version = done.length === 0 ? 0 : done[done.length - 1]!;
     if (version > LATEST_VERSION) throw tooNew(schema, version, url);
     const applied: string[] = [];
-    for (const m of MIGRATIONS) {
-      if (m.version <= version) continue;
+    for (const m of missing(done)) {
       await tx.query({ text: m.sql(s) }, []);
       await tx.query({ text: `INSERT INTO ${s}.schema_migrations (version, name) VALUES ($1, $2)` }, [
         m.version,

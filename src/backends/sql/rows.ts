@@ -130,6 +130,7 @@ export function toAuditEntry(row: Row): AuditEntry {
     oldHolderId: toText(row.old_holder_id, 'old_holder_id'),
     oldToken: toBigInt(row.old_token, 'old_token'),
     newToken: toBigInt(row.new_token, 'new_token'),
+    batchId: row.batch_id === null || row.batch_id === undefined ? null : String(row.batch_id),
   };
 }
 

@@ -369,7 +369,7 @@ FROM ${L} WHERE work_id = $1 AND last_op <> 'pruned'`,
 
     serverTime: { name: 'wl_server_time', text: 'SELECT clock_timestamp() AS now' },
 
-    // $1 work_id, $2 expected token, $3 operator, $4 reason. Read as a text row by
+    // $1 work_id, $2 expected token, $3 operator, $4 reason, $5 batch id or NULL. Read as a text row by
     // position: stored_token, stored_holder_id, stored_ended, audit_id, then INFO_COLUMNS
     // (all NULL when refused).
     forceRelease: {
@@ -396,8 +396,8 @@ upd AS (
   RETURNING ${info('l')}
 ),
 aud AS (
-  INSERT INTO ${s}.audit (at, action, work_id, operator, reason, old_holder_id, old_token, new_token)
-  SELECT n.now, 'force-release', cur.work_id, $3, $4, cur.holder_id, cur.token, upd.token
+  INSERT INTO ${s}.audit (at, action, work_id, operator, reason, old_holder_id, old_token, new_token, batch_id)
+  SELECT n.now, 'force-release', cur.work_id, $3, $4, cur.holder_id, cur.token, upd.token, $5::text
   FROM n, cur, upd
   RETURNING id
 )
@@ -444,7 +444,7 @@ FROM n, cur LEFT JOIN upd ON true`,
     // $1 work_id or NULL, $2 limit
     audit: {
       text: `
-SELECT id, at, action, work_id, operator, reason, old_holder_id, old_token, new_token
+SELECT id, at, action, work_id, operator, reason, old_holder_id, old_token, new_token, batch_id
 FROM ${s}.audit WHERE ($1::text IS NULL OR work_id = $1)
 ORDER BY id DESC LIMIT $2`,
     },

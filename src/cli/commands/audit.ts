@@ -57,6 +57,7 @@ export function auditJson(e: AuditEntry): Record<string, unknown> {
     oldHolderId: e.oldHolderId,
     oldToken: e.oldToken.toString(),
     newToken: e.newToken.toString(),
+    batchId: e.batchId,
   };
 }
 

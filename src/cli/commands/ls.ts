@@ -3,10 +3,11 @@
  * the backend's clock, never this machine's.
  */
 import { DEFAULT_THRESHOLDS, LEASE_STATUSES, type LeaseStatus, type Thresholds } from '../../console/api.ts';
+import { connectionIdFor, leaseUrl } from '../../console/links.ts';
 import { leaseStatus } from '../../console/status.ts';
 import { InvalidArgumentError } from '../../lease/errors.ts';
 import type { LeaseBackend, LeaseInfo, ListOptions } from '../../lease/types.ts';
-import { type GlobalOptions, out, resolveUrl, withBackend } from '../context.ts';
+import { type GlobalOptions, out, resolveConsoleUrl, resolveUrl, withBackend } from '../context.ts';
 import { bytes, leaseJson, relative, table } from '../format.ts';
 
 export interface ThresholdOptions {
@@ -20,6 +21,9 @@ export interface LsOptions extends ThresholdOptions {
   prefix?: string;
   limit?: number;
   json?: boolean;
+  /** Add each lease's console URL (needs `--console-url` or WORKLEASE_CONSOLE_URL). */
+  urls?: boolean;
+  consoleUrl?: string;
 }
 
 export function thresholdsFrom(options: ThresholdOptions): Thresholds {
@@ -94,7 +98,16 @@ export async function lsCommand(
   const url = resolveUrl(urlArg);
   const wanted = parseStatuses(options.status);
   const thresholds = thresholdsFrom(options);
+  const consoleUrl = options.urls === true ? resolveConsoleUrl(options.consoleUrl) : null;
+  if (options.urls === true && consoleUrl === null) {
+    throw new InvalidArgumentError(
+      '--urls needs the console: pass --console-url or set WORKLEASE_CONSOLE_URL',
+    );
+  }
   await withBackend(url, globals, async (backend) => {
+    const connectionId = connectionIdFor(backend.url);
+    const link = (workId: string) =>
+      consoleUrl === null ? null : leaseUrl(consoleUrl, connectionId, workId);
     const filter = { holderId: options.holder, workIdPrefix: options.prefix };
     const serverNow = (await backend.admin.serverTime()).getTime();
     const withStatus = (items: LeaseInfo[]) =>
@@ -118,7 +131,12 @@ export async function lsCommand(
     if (options.json) {
       await out(
         JSON.stringify(
-          rows.map((r) => leaseJson(r.info, r.status)),
+          rows.map((r) => {
+            const u = link(r.info.workId);
+            return u === null
+              ? leaseJson(r.info, r.status)
+              : { ...leaseJson(r.info, r.status), consoleUrl: u };
+          }),
           null,
           2,
         ),
@@ -143,6 +161,7 @@ export async function lsCommand(
         ? '-'
         : `${bytes(info.checkpointSize)}, ${relative(info.checkpointedAt, serverNow)}`,
       info.stepId ?? '-',
+      ...(consoleUrl === null ? [] : [link(info.workId)!]),
     ]);
     const counts = new Map<LeaseStatus, number>();
     for (const r of rows) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
@@ -154,7 +173,7 @@ export async function lsCommand(
         ? `${total} lease${total === 1 ? '' : 's'}`
         : `${rows.length} of ${total} leases (first ${rows.length} by work id)`;
     await out(
-      `${table(['WORK ID', 'STATUS', 'HOLDER', 'TOKEN', 'EXPIRES', 'CHECKPOINT', 'STEP'], body)}\n` +
+      `${table(['WORK ID', 'STATUS', 'HOLDER', 'TOKEN', 'EXPIRES', 'CHECKPOINT', 'STEP', ...(consoleUrl === null ? [] : ['URL'])], body)}\n` +
         `${shown} (${summary}); server time ${new Date(serverNow).toISOString()}`,
     );
   });

@@ -19,7 +19,12 @@ import { InvalidArgumentError, WorkleaseError } from '../../lease/errors.ts';
 import type { OpenOptions } from '../../lease/types.ts';
 import { type AuthOptions, checkTokenStrength, generateToken } from '../../server/auth.ts';
 import { loadServeConfig, type ServeConfig } from '../../server/config.ts';
-import { startWebServer } from '../../server/index.ts';
+import {
+  type MetricsServer,
+  parseMetricsBind,
+  startMetricsServer,
+  startWebServer,
+} from '../../server/index.ts';
 import { consolePageDir } from '../console-page.ts';
 import { type GlobalOptions, openCli, openOptions, out, resolveUrl, warn } from '../context.ts';
 
@@ -39,6 +44,10 @@ export interface ServeOptions {
   maxClients?: number;
   readOnly?: boolean;
   environment?: string;
+  /** Serve Prometheus text at /metrics behind the console's sign-in. */
+  metrics?: boolean;
+  /** Serve /metrics without sign-in on a listener of its own: PORT or HOST:PORT (host default 127.0.0.1). */
+  metricsBind?: string;
 }
 
 export interface DemoOptions {
@@ -228,7 +237,9 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
       ? undefined
       : { cert: readPem(options.tlsCert, '--tls-cert'), key: readPem(options.tlsKey, '--tls-key') };
   checkHost(options.host, tls !== undefined, options.insecureHttp === true);
+  const metricsBind = options.metricsBind === undefined ? null : parseMetricsBind(options.metricsBind);
   await checkPortFree(options.host, options.port);
+  if (metricsBind !== null) await checkPortFree(metricsBind.host, metricsBind.port);
   const connections: ConnectionInput[] = [
     ...config.connections.map((c) => ({ ...c, readOnly: c.readOnly || readOnly })),
     ...urls.map((url) => ({
@@ -267,7 +278,22 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
       ...(options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl }),
       ...(tls === undefined ? {} : { tls }),
       ...(options.maxClients === undefined ? {} : { maxClients: options.maxClients }),
+      metrics: options.metrics === true,
     });
+    let metricsServer: MetricsServer | null = null;
+    if (metricsBind !== null) {
+      if (!(LOOPBACK.has(metricsBind.host) || metricsBind.host.startsWith('127.'))) {
+        warn(
+          `/metrics is served without sign-in on ${metricsBind.host}: whoever reaches it reads lease counts, holder counts and connection names`,
+        );
+      }
+      try {
+        metricsServer = await startMetricsServer({ service, ...metricsBind });
+      } catch (err) {
+        await server.close().catch(() => {});
+        throw listenError(err, metricsBind.host, metricsBind.port);
+      }
+    }
     const signIn = [
       token === null ? null : generated ? 'a generated token (in the URL below)' : 'the given token',
       config.users.some((u) => u.tokenSha256 !== undefined) ? 'per-user tokens' : null,
@@ -281,11 +307,16 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
           `worklease console${readOnly ? ' (read-only)' : ''} for ${connections.map((c) => redactUrl(c.url)).join(', ')}`,
           `sign-in: ${signIn.join('; ')}`,
           `open: ${shown}`,
+          ...(options.metrics === true
+            ? [`metrics: ${new URL('/metrics', server.origin).href} (signed in)`]
+            : []),
+          ...(metricsServer === null ? [] : [`metrics: ${metricsServer.url} (no sign-in)`]),
           'Ctrl-C to stop',
         ].join('\n'),
       );
       await untilSignal();
     } finally {
+      await metricsServer?.close().catch(() => {});
       await server.close().catch(() => {});
     }
   } finally {

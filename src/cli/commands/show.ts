@@ -4,10 +4,11 @@
  * time so a large payload is never fetched whole.
  */
 import { decodeCheckpoint } from '../../console/decode.ts';
+import { connectionIdFor, leaseUrl } from '../../console/links.ts';
 import { leaseStatus } from '../../console/status.ts';
 import { NotFoundError } from '../../lease/errors.ts';
 import type { LeaseBackend } from '../../lease/types.ts';
-import { type GlobalOptions, out, resolveUrl, withBackend } from '../context.ts';
+import { type GlobalOptions, out, resolveConsoleUrl, resolveUrl, withBackend } from '../context.ts';
 import { bytes, fields, leaseJson, relative } from '../format.ts';
 import { rowTimes, type ThresholdOptions, thresholdsFrom } from './ls.ts';
 
@@ -16,6 +17,8 @@ export interface ShowOptions extends ThresholdOptions {
   offset?: number;
   length?: number;
   raw?: boolean;
+  /** The console to link to (`--console-url`; else WORKLEASE_CONSOLE_URL). */
+  consoleUrl?: string;
 }
 
 /** `show <url> <workId>`, or `show <workId>` with WORKLEASE_URL. */
@@ -35,7 +38,9 @@ export async function showCommand(
   const thresholds = thresholdsFrom(options);
   const offset = options.offset ?? 0;
   const length = options.length ?? 64 * 1024;
+  const consoleUrl = resolveConsoleUrl(options.consoleUrl);
   await withBackend(url, globals, async (backend) => {
+    const link = consoleUrl === null ? null : leaseUrl(consoleUrl, connectionIdFor(backend.url), workId);
     if (options.raw) {
       await writeRaw(backend, workId);
       return;
@@ -53,6 +58,7 @@ export async function showCommand(
         JSON.stringify(
           {
             lease: leaseJson(info, status),
+            ...(link === null ? {} : { consoleUrl: link }),
             serverTime: new Date(serverNow).toISOString(),
             checkpoint: {
               size,
@@ -93,6 +99,7 @@ export async function showCommand(
       ['version', info.version.toString()],
       ['checkpoint', size === null ? 'none saved' : `${bytes(size)} (${size} bytes)`],
       ['server time', new Date(serverNow).toISOString()],
+      ...(link === null ? [] : ([['console', link]] as Array<[string, string]>)),
     ]);
     let checkpoint = '';
     if (size !== null) {

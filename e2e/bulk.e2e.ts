@@ -1,0 +1,201 @@
+/**
+ * Fleet-scale actions end to end on PostgreSQL: bulk force release of the
+ * filtered selection (typed count, Ctrl+Enter, a lease that changed hands
+ * while the dialog was open refused on its own row, one batch id in the
+ * audit), export downloads of the fleet and the audit (CSV and JSON), and the
+ * settings page (versions, theme remembered, thresholds edited).
+ */
+import { readFile } from 'node:fs/promises';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FLEET_COLUMNS } from '../src/console/export.ts';
+import type { LeaseBackend, LeaseRecord } from '../src/lease/types.ts';
+import {
+  type ConsoleUnderTest,
+  dropNamespace,
+  launchChromium,
+  type Namespace,
+  namespace,
+  openNamespace,
+  shoot,
+  startConsole,
+} from './harness.ts';
+
+const TTL = 60_000;
+
+describe('fleet-scale actions in Chromium on postgres', () => {
+  let ns: Namespace;
+  let backend: LeaseBackend;
+  let consoleUt: ConsoleUnderTest;
+  let browser: Browser;
+  let page: Page;
+  const records = new Map<string, LeaseRecord>();
+  const pageErrors: string[] = [];
+  const shot = (name: string) => shoot(page, `${name}-postgres`);
+
+  beforeAll(async () => {
+    ns = namespace('postgres', 'bulk');
+    backend = await openNamespace(ns);
+    for (let i = 0; i < 10; i++) {
+      const id = `bulk/${String(i).padStart(3, '0')}`;
+      records.set(id, await backend.acquire(id, `worker-${i % 2}`, TTL));
+    }
+    await backend.acquire('=cmd|"x",y', 'worker-9', TTL);
+    const done = await backend.acquire('bulk/released', 'worker-0', TTL);
+    await backend.release(done);
+    consoleUt = await startConsole([{ name: 'pg-main', url: ns.consoleUrl, environment: 'staging' }], {
+      profilesEditable: true,
+    });
+    await consoleUt.service.waitLive(consoleUt.service.connections()[0]!.id, 20_000);
+    browser = await launchChromium();
+    const context = await browser.newContext({
+      viewport: { width: 1440, height: 900 },
+      acceptDownloads: true,
+    });
+    page = await context.newPage();
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    await page.goto(consoleUt.server.url);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await consoleUt?.close();
+    await backend?.close();
+    if (ns !== undefined) await dropNamespace(ns);
+  });
+
+  it('force-releases the filtered selection: typed count, Ctrl+Enter, per-row results, one batch id', async () => {
+    await visible(page.getByRole('row', { name: /bulk\/000/ }), 15_000);
+    await page.getByRole('textbox', { name: 'Work ID prefix' }).fill('bulk/');
+    // 10 unreleased leases shown (bulk/released is shown but not part of the selection).
+    const open = page.getByRole('button', { name: 'Force release 10…' });
+    await visible(open);
+    await shot('bulk-toolbar');
+    await open.click();
+    const dialog = page.getByRole('dialog', { name: 'Force release 10 leases?' });
+    await visible(dialog);
+    // bulk/003 changes hands while the operator reads the dialog: its pinned token is stale now.
+    const moved = records.get('bulk/003')!;
+    await backend.admin.forceRelease(moved.workId, {
+      expectedToken: moved.fencingToken,
+      operator: 'someone-else',
+      reason: 'meanwhile',
+    });
+    const successor = await backend.acquire(moved.workId, 'worker-new', TTL);
+    const submit = dialog.getByRole('button', { name: 'Force release 10' });
+    await dialog.getByLabel('Number of leases').fill('9');
+    await dialog.getByLabel('Reason').fill('zone b lost power (e2e)');
+    expect(await submit.isDisabled()).toBe(true);
+    await dialog.getByLabel('Number of leases').fill('10');
+    await shot('bulk-dialog');
+    await dialog.getByLabel('Reason').press('Control+Enter');
+    const done = page.getByRole('dialog', { name: 'Force release: 9 released, 1 refused' });
+    await visible(done, 10_000);
+    const results = done.getByRole('region', { name: 'Result per lease' });
+    await hasText(results.getByRole('row', { name: /bulk\/003/ }), 'CONFLICT');
+    await hasText(results.getByRole('row', { name: /bulk\/000/ }), 'released');
+    await shot('bulk-results');
+    await done.getByRole('button', { name: 'Close' }).click();
+    await gone(done);
+
+    const audit = await backend.admin.audit({ limit: 100 });
+    const batch = audit.filter((e) => e.reason === 'zone b lost power (e2e)');
+    expect(batch).toHaveLength(9);
+    expect(new Set(batch.map((e) => e.batchId)).size).toBe(1);
+    expect(batch[0]!.batchId).toMatch(/^b_/);
+    expect(batch.map((e) => e.workId)).not.toContain('bulk/003');
+    // The successor was not fenced.
+    expect((await backend.renew(successor, TTL)).fencingToken).toBe(successor.fencingToken);
+    // Nothing left to release among the shown rows but bulk/003's new lease.
+    await visible(page.getByRole('button', { name: 'Force release 1…' }), 5000);
+  });
+
+  it('exports the filtered fleet as CSV and JSON, and the audit log', async () => {
+    const csv = await downloadText(page, page.getByRole('button', { name: 'Export CSV' }));
+    expect(csv.name).toMatch(/^worklease-fleet-.*\.csv$/);
+    const lines = csv.text.trimEnd().split('\r\n');
+    expect(lines[0]).toBe(FLEET_COLUMNS.join(','));
+    // The prefix filter holds: 10 bulk rows plus bulk/released, and not the '=cmd' row.
+    expect(lines).toHaveLength(12);
+    expect(lines.slice(1).every((l) => l.startsWith('pg-main,bulk/'))).toBe(true);
+    const json = await downloadText(page, page.getByRole('button', { name: 'Export JSON' }));
+    const rows = JSON.parse(json.text) as Array<{ workId: string; status: string }>;
+    expect(rows.map((r) => r.workId).sort()).toEqual(
+      [...Array.from({ length: 10 }, (_, i) => `bulk/${String(i).padStart(3, '0')}`), 'bulk/released'].sort(),
+    );
+    expect(rows.filter((r) => r.status === 'force-released')).toHaveLength(9);
+
+    // The formula-looking work id is neutralised and quoted.
+    await page.getByRole('textbox', { name: 'Work ID prefix' }).fill('=');
+    await visible(page.getByRole('row', { name: /=cmd/ }));
+    const risky = await downloadText(page, page.getByRole('button', { name: 'Export CSV' }));
+    expect(risky.text.split('\r\n')[1]).toMatch(/^pg-main,"'=cmd\|""x"",y",live,worker-9,/);
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+
+    await page.getByRole('button', { name: 'Audit log' }).click();
+    await visible(page.getByText('zone b lost power (e2e)').first());
+    const auditCsv = await downloadText(page, page.getByRole('button', { name: 'Export CSV' }));
+    expect(auditCsv.name).toMatch(/^worklease-audit-.*\.csv$/);
+    const batchLines = auditCsv.text.split('\r\n').filter((l) => l.includes('zone b lost power (e2e)'));
+    expect(batchLines).toHaveLength(9);
+    await shot('audit-export');
+  });
+
+  it('shows versions on the settings page, remembers the theme, and edits thresholds', async () => {
+    await page.getByRole('button', { name: 'Settings' }).click();
+    const pgSection = page.getByRole('region', { name: /pg-main/ });
+    await visible(pgSection);
+    const version = await backend.admin.serverVersion();
+    await hasText(pgSection, version);
+    await hasText(pgSection, 'postgres');
+    await hasText(page.getByRole('region', { name: 'About' }), '0.');
+    await shot('settings');
+
+    await page.getByRole('radio', { name: 'Dark' }).check();
+    expect(await page.evaluate('document.documentElement.dataset.theme')).toBe('dark');
+    const bg = await page.evaluate('getComputedStyle(document.documentElement).backgroundColor');
+    await shot('settings-dark');
+    await page.reload();
+    await page.getByRole('button', { name: 'Settings' }).click();
+    expect(await page.evaluate('document.documentElement.dataset.theme')).toBe('dark');
+    expect(await page.getByRole('radio', { name: 'Dark' }).isChecked()).toBe(true);
+    await page.getByRole('radio', { name: 'Light' }).check();
+    expect(await page.evaluate('getComputedStyle(document.documentElement).backgroundColor')).not.toBe(bg);
+    await page.getByRole('radio', { name: 'System' }).check();
+    expect(await page.evaluate('document.documentElement.dataset.theme ?? null')).toBeNull();
+
+    await pgSection.getByLabel('Stuck after (s)').fill('5');
+    await pgSection.getByRole('button', { name: 'Save thresholds' }).click();
+    await hasText(pgSection, '5 s without a checkpoint');
+    expect(consoleUt.service.connections()[0]!.thresholds.stuckAfterMs).toBe(5000);
+
+    // The console's own load on the backend, as /metrics reports it, on the Connections page.
+    await page.getByRole('button', { name: 'Connections' }).click();
+    const card = page.getByRole('article', { name: 'pg-main' });
+    await expect
+      .poll(() => card.textContent().then((t) => /console load (?!0 calls)[\d.]+ calls\/s/.test(t ?? '')), {
+        timeout: 15_000,
+      })
+      .toBe(true);
+    await shot('connections-load');
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+async function downloadText(page: Page, button: Locator): Promise<{ name: string; text: string }> {
+  const [download] = await Promise.all([page.waitForEvent('download', { timeout: 10_000 }), button.click()]);
+  const path = await download.path();
+  return { name: download.suggestedFilename(), text: await readFile(path, 'utf8') };
+}
+
+async function visible(loc: Locator, timeout = 5000): Promise<void> {
+  await loc.waitFor({ state: 'visible', timeout });
+}
+
+async function gone(loc: Locator): Promise<void> {
+  await expect.poll(() => loc.count(), { timeout: 5000 }).toBe(0);
+}
+
+async function hasText(loc: Locator, text: string): Promise<void> {
+  await expect.poll(() => loc.textContent().then((t) => t ?? ''), { timeout: 5000 }).toContain(text);
+}
