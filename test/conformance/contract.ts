@@ -1072,6 +1072,7 @@ export function defineConformance(target: BackendTarget): void {
               oldHolderId: 'h1',
               oldToken: r1.fencingToken,
               newToken: r1.fencingToken,
+              batchId: null,
             },
           ]);
         });
