@@ -281,6 +281,57 @@ describe('console keyboard path and addresses on postgres', () => {
     await hasText(row('incidents/other-2'), 'in ');
   });
 
+  it('copies work id, holder, token and checkpoint bytes (clipboard API, and the fallback without it)', async () => {
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: origin() });
+    await page.goto(leaseUrl('incidents/bin-1'));
+    await hasText(details(), 'worker-b');
+    const clipboard = () => page.evaluate<string>('navigator.clipboard.readText()');
+    await details().getByRole('button', { name: 'Copy work id' }).click();
+    await expect.poll(clipboard).toBe('incidents/bin-1');
+    await details().getByRole('button', { name: 'Copy holder' }).click();
+    await expect.poll(clipboard).toBe('worker-b');
+    await details().getByRole('button', { name: 'Copy token' }).click();
+    await expect.poll(clipboard).toBe(records.get('incidents/bin-1')!.fencingToken.toString());
+    const bytes = Buffer.from(Uint8Array.from({ length: 64 }, (_, i) => (i * 37) % 256));
+    await details().getByRole('button', { name: 'Copy hex of the checkpoint' }).click();
+    await expect.poll(clipboard).toBe(bytes.toString('hex'));
+    await details().getByRole('button', { name: 'Copy base64 of the checkpoint' }).click();
+    await expect.poll(clipboard).toBe(bytes.toString('base64'));
+    // A page where the Clipboard API refuses: the textarea fallback still copies.
+    await page.evaluate('navigator.clipboard.writeText = () => Promise.reject(new Error("denied"))');
+    await details().getByRole('button', { name: 'Copy work id' }).click();
+    await expect.poll(clipboard).toBe('incidents/bin-1');
+    await hasText(details(), 'Copied');
+  });
+
+  it('hides and resizes columns, remembered in this browser; Work ID and Status cannot be hidden', async () => {
+    await page.goto(`${origin()}/`);
+    await visible(row('incidents/other-0'), 10_000);
+    await page.getByText('Columns', { exact: true }).click();
+    const menu = page.getByRole('group', { name: 'Columns shown' });
+    expect(await menu.getByRole('checkbox', { name: 'Work ID' }).count()).toBe(0);
+    expect(await menu.getByRole('checkbox', { name: 'Status' }).count()).toBe(0);
+    await menu.getByRole('checkbox', { name: 'Token' }).uncheck();
+    await gone(page.getByRole('columnheader', { name: 'Token' }));
+    const expires = page.getByRole('columnheader', { name: 'Expires' });
+    const before = (await expires.boundingBox())!.width;
+    const handle = expires.locator('.col-resize');
+    const box = (await handle.boundingBox())!;
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + 120, box.y + box.height / 2, { steps: 4 });
+    await page.mouse.up();
+    await expect.poll(async () => (await expires.boundingBox())!.width).toBeGreaterThan(before + 60);
+    await page.reload();
+    await visible(row('incidents/other-0'), 10_000);
+    expect(await page.getByRole('columnheader', { name: 'Token' }).count()).toBe(0);
+    expect((await expires.boundingBox())!.width).toBeGreaterThan(before + 60);
+    await page.getByText('Columns', { exact: true }).click();
+    await menu.getByRole('button', { name: 'Reset columns' }).click();
+    await visible(page.getByRole('columnheader', { name: 'Token' }));
+    await page.getByText('Columns', { exact: true }).click();
+  });
+
   it('keeps Work ID, Status and Expires in sight at 800 px, the detail as an overlay', async () => {
     await page.setViewportSize({ width: 800, height: 900 });
     await page.goto(`${origin()}/`);

@@ -2,7 +2,16 @@ import { useEffect, useState } from 'react';
 import { copyText } from '../lib/copy.ts';
 
 /** A small "Copy" button beside a value; says "Copied" (or that it could not) for a moment. */
-export function CopyButton({ text, what }: { text: string | (() => string); what: string }) {
+export function CopyButton({
+  text,
+  what,
+  label = 'Copy',
+}: {
+  text: string | (() => string);
+  /** Said to screen readers after the label: "Copy work id". */
+  what: string;
+  label?: string;
+}) {
   const [state, setState] = useState<'idle' | 'copied' | 'failed'>('idle');
   useEffect(() => {
     if (state === 'idle') return;
@@ -19,7 +28,7 @@ export function CopyButton({ text, what }: { text: string | (() => string); what
         );
       }}
     >
-      {state === 'copied' ? 'Copied' : state === 'failed' ? 'Copy failed' : 'Copy'}
+      {state === 'copied' ? 'Copied' : state === 'failed' ? 'Copy failed' : label}
       <span className="sr-only"> {what}</span>
     </button>
   );

@@ -111,3 +111,19 @@ export function base64ToBytes(b64: string): Uint8Array {
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
   return out;
 }
+
+/** The bytes as one lowercase hex string ("00254a…"), for copying. */
+export function bytesToHex(chunks: readonly Uint8Array[]): string {
+  let out = '';
+  for (const c of chunks) for (const b of c) out += b.toString(16).padStart(2, '0');
+  return out;
+}
+
+/** The bytes as standard base64 (the pages re-encoded together: a page need not end on 3 bytes). */
+export function bytesToBase64(chunks: readonly Uint8Array[]): string {
+  let bin = '';
+  for (const c of chunks) {
+    for (let i = 0; i < c.length; i += 0x8000) bin += String.fromCharCode(...c.subarray(i, i + 0x8000));
+  }
+  return btoa(bin);
+}
