@@ -348,6 +348,10 @@ describe('console keyboard path and addresses on postgres', () => {
     for (let i = 0; i < 6; i++) await page.keyboard.press('ArrowRight');
     expect(await inView('Work ID')).toBe(true);
     expect(await inView('Status')).toBe(true);
+    expect(await page.evaluate<number>('document.querySelector(".fleet-table").scrollLeft')).toBeGreaterThan(
+      0,
+    );
+    await shoot(page, 'kbd-fleet-800-scrolled');
 
     await page.goto(leaseUrl('incidents/other-4'));
     await hasText(details(), 'worker-4');
@@ -373,7 +377,9 @@ describe('console keyboard path and addresses on postgres', () => {
     await expect.poll(() => details().getByRole('radio', { name: 'Hex' }).isChecked()).toBe(true);
     const body = details().getByRole('region', { name: 'Checkpoint content' });
     await hasText(body, '|');
-    const fits = await body.evaluate((el) => el.scrollWidth <= el.clientWidth);
+    const fits = await page.evaluate<boolean>(
+      '(() => { const el = document.querySelector(".checkpoint-body"); return el.scrollWidth <= el.clientWidth; })()',
+    );
     expect(fits).toBe(true);
     await shoot(page, 'kbd-hex-800');
     await page.setViewportSize({ width: 1400, height: 900 });

@@ -65,6 +65,11 @@ export function parsePrefs(raw: string | null): ColumnPrefs {
   }
 }
 
+/** This browser's localStorage (typed structurally: the model is also tested in Node, without it). */
+function storage(): { getItem(k: string): string | null; setItem(k: string, v: string): void } | undefined {
+  return (globalThis as { localStorage?: ReturnType<typeof storage> }).localStorage;
+}
+
 let prefs: ColumnPrefs | null = null;
 const listeners = new Set<() => void>();
 
@@ -72,7 +77,7 @@ function current(): ColumnPrefs {
   if (prefs === null) {
     let raw: string | null = null;
     try {
-      raw = window.localStorage.getItem(STORAGE_KEY);
+      raw = storage()?.getItem(STORAGE_KEY) ?? null;
     } catch {
       // Storage refused: defaults.
     }
@@ -84,7 +89,7 @@ function current(): ColumnPrefs {
 export function setColumnPrefs(next: ColumnPrefs): void {
   prefs = next;
   try {
-    window.localStorage.setItem(STORAGE_KEY, JSON.stringify(next));
+    storage()?.setItem(STORAGE_KEY, JSON.stringify(next));
   } catch {
     // Not remembered, still applied.
   }
