@@ -4,6 +4,7 @@ import { ActivityView } from '../features/activity/ActivityView.tsx';
 import { AuditView } from '../features/audit/AuditView.tsx';
 import { ConnectionsView } from '../features/connections/ConnectionsView.tsx';
 import { FleetView } from '../features/fleet/FleetView.tsx';
+import { GroupsView } from '../features/groups/GroupsView.tsx';
 import { NotificationToggle, useStuckNotifications } from '../features/notifications/StuckNotifications.tsx';
 import { isTypingTarget } from '../lib/keys.ts';
 import { useServices } from './context.tsx';
@@ -39,6 +40,7 @@ const VIEWS: readonly ViewDef[] = [
   { id: 'fleet', label: 'Fleet' },
   { id: 'audit', label: 'Audit log', render: ({ route }) => <AuditView route={route} /> },
   { id: 'activity', label: 'Activity', render: () => <ActivityView /> },
+  { id: 'groups', label: 'Groups', render: () => <GroupsView /> },
   { id: 'connections', label: 'Connections', render: ({ linkUp }) => <ConnectionsView linkUp={linkUp} /> },
 ];
 
