@@ -9,7 +9,7 @@
  * reaches a protocol handler. The choice is made from the page's protocol.
  */
 import { useSyncExternalStore } from 'react';
-import { formatRoute, parseRoute, type Route } from './routes.ts';
+import { formatRoute, parseFragment, parseRoute, type Route } from './routes.ts';
 
 /** Pages from a file or the app's own protocol (Electron) route in the fragment. */
 function hashMode(): boolean {
@@ -19,9 +19,7 @@ function hashMode(): boolean {
 function readLocation(): Route {
   const loc = window.location;
   if (!hashMode()) return parseRoute(loc.pathname, loc.search);
-  const frag = loc.hash.startsWith('#') ? loc.hash.slice(1) : '';
-  const q = frag.indexOf('?');
-  return parseRoute(q < 0 ? frag : frag.slice(0, q), q < 0 ? '' : frag.slice(q));
+  return parseFragment(loc.hash);
 }
 
 /** What goes to history.pushState for a route. */

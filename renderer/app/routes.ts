@@ -94,6 +94,16 @@ export function formatRoute(route: Route): string {
   return `${path === '' ? '/' : path}${qs === '' ? '' : `?${qs}`}`;
 }
 
+/**
+ * The route kept in a fragment (`#/c/…/lease/…?q=…`), as the desktop app's pages hold it: a
+ * path there names a file of the app protocol, so the route goes after the `#`.
+ */
+export function parseFragment(hash: string): Route {
+  const frag = hash.startsWith('#') ? hash.slice(1) : hash;
+  const q = frag.indexOf('?');
+  return parseRoute(q < 0 ? frag : frag.slice(0, q), q < 0 ? '' : frag.slice(q));
+}
+
 /** The link of one lease, as the CLI prints it (`show`, `ls --urls`). */
 export function leasePath(connectionId: string, workId: string): string {
   return formatRoute({ view: 'fleet', connectionId, workId, query: {} });

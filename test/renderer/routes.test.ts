@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatRoute, leasePath, parseRoute, type Route } from '../../renderer/app/routes.ts';
+import { formatRoute, leasePath, parseFragment, parseRoute, type Route } from '../../renderer/app/routes.ts';
 import { filterFromQuery, fleetQuery, sortFromQuery } from '../../renderer/features/fleet/url.ts';
 
 /** What a browser does with an address: resolve it (dot segments, escapes) and split it. */
@@ -94,5 +94,19 @@ describe('console routes', () => {
       sort: 'expiresAt',
       dir: 'desc',
     });
+  });
+
+  it('keeps the same route after the # in the desktop app (an app-protocol page: the path is a file)', () => {
+    const route: Route = {
+      view: 'fleet',
+      connectionId: 'pg',
+      workId: 'orders/job 17',
+      query: { q: 'x', sort: 'expiresAt' },
+    };
+    const href = new URL(`app://console/index.html#${formatRoute(route)}`);
+    expect(href.pathname).toBe('/index.html');
+    expect(parseFragment(href.hash)).toEqual(route);
+    expect(parseFragment('')).toEqual({ view: 'fleet', connectionId: null, workId: null, query: {} });
+    expect(parseFragment('#/audit?q=job')).toMatchObject({ view: 'audit', query: { q: 'job' } });
   });
 });
