@@ -432,7 +432,7 @@ async function main(): Promise<void> {
     if (!sortedOnce && Date.now() - (end - SECONDS * 1000) > SAMPLE_MS / 2) {
       sortedOnce = true;
       const s0 = Date.now();
-      await page.getByRole('button', { name: 'Expires in' }).click();
+      await page.getByRole('button', { name: 'Expires' }).click();
       await page
         .getByRole('button', { name: /^stuck|^live/ })
         .first()

@@ -162,7 +162,7 @@ export async function exchangeToken(loc: Location = window.location): Promise<bo
   window.history.replaceState(window.history.state, '', url.pathname + url.search + url.hash);
   if (token === '') return false;
   try {
-    await fetch(new URL('api/session', loc.href), {
+    await fetch(new URL(apiPath('session'), loc.href), {
       method: 'POST',
       headers: { authorization: `Bearer ${token}` },
       credentials: 'same-origin',
@@ -171,6 +171,14 @@ export async function exchangeToken(loc: Location = window.location): Promise<bo
     // Unreachable server: the first call reports it.
   }
   return true;
+}
+
+/**
+ * The API is at the root of the host (the console is always served at `/`, see --public-url), so
+ * its URL does not depend on the route the page was opened at (`/c/<id>/lease/<workId>`).
+ */
+function apiPath(endpoint: 'session' | 'call' | 'events'): string {
+  return `/api/${endpoint}`;
 }
 
 /** Reconnect delays: quick at first (a restarting server), then at most every 10 s. */
@@ -211,7 +219,7 @@ function webClient(signedIn: Promise<boolean>): ConsoleClient {
   };
 
   const connect = () => {
-    const url = new URL('api/events', window.location.href);
+    const url = new URL(apiPath('events'), window.location.href);
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     url.search = '';
     // The session cookie goes with the upgrade (same origin).
@@ -256,7 +264,7 @@ function webClient(signedIn: Promise<boolean>): ConsoleClient {
       await signedIn;
       let res: Response;
       try {
-        res = await fetch(new URL('api/call', window.location.href), {
+        res = await fetch(new URL(apiPath('call'), window.location.href), {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           credentials: 'same-origin',

@@ -1,14 +1,9 @@
 /** Display helpers. Every input is milliseconds or bytes; outputs are short and stable in width. */
 
-export function formatDuration(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  if (s < 60) return `${s} s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m} min ${String(s % 60).padStart(2, '0')} s`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return `${h} h ${String(m % 60).padStart(2, '0')} min`;
-  return `${Math.floor(h / 24)} d`;
-}
+import { formatDuration, formatExpiry, formatRelative } from '../../src/console/format.ts';
+
+/** The one duration format, shared with the CLI: "42 s", "4 min 10 s", "1 h 59 min". */
+export { formatDuration, formatExpiry, formatRelative };
 
 /** A threshold: "1.5 s", "60 s", "5 min". */
 export function formatSeconds(ms: number): string {
@@ -17,13 +12,12 @@ export function formatSeconds(ms: number): string {
 }
 
 export function formatAgo(ms: number): string {
-  return `${formatDuration(ms)} ago`;
+  return `${formatDuration(Math.max(0, ms))} ago`;
 }
 
 /** "in 12 s" / "expired 3 s ago" relative to the server's now. */
 export function formatExpiresIn(expiresAt: number, serverNow: number): string {
-  const d = expiresAt - serverNow;
-  return d > 0 ? `in ${formatDuration(d)}` : `${formatDuration(-d)} ago`;
+  return formatExpiry(expiresAt, serverNow);
 }
 
 export function formatBytes(n: number | null): string {
@@ -35,11 +29,47 @@ export function formatBytes(n: number | null): string {
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 
-/** Local wall time of a backend timestamp (the offset only moves "now", not stored instants). */
-export function formatTime(epochMs: number | null): string {
-  if (epochMs === null) return '—';
+/** Which clock absolute times are shown in: this machine's zone or UTC. */
+export type Zone = 'local' | 'utc';
+
+/** "UTC+1", "UTC+5:30", "UTC-3", "UTC": the zone an absolute time is written in, at that instant. */
+export function zoneLabel(epochMs: number, zone: Zone = 'local'): string {
+  const off = zone === 'utc' ? 0 : -new Date(epochMs).getTimezoneOffset();
+  if (off === 0) return 'UTC';
+  const a = Math.abs(off);
+  return `UTC${off > 0 ? '+' : '-'}${Math.floor(a / 60)}${a % 60 === 0 ? '' : `:${pad(a % 60)}`}`;
+}
+
+function parts(epochMs: number, zone: Zone) {
   const d = new Date(epochMs);
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  return zone === 'utc'
+    ? [
+        d.getUTCFullYear(),
+        d.getUTCMonth() + 1,
+        d.getUTCDate(),
+        d.getUTCHours(),
+        d.getUTCMinutes(),
+        d.getUTCSeconds(),
+      ]
+    : [d.getFullYear(), d.getMonth() + 1, d.getDate(), d.getHours(), d.getMinutes(), d.getSeconds()];
+}
+
+/**
+ * "2026-12-01 09:30:46 UTC+1": a backend timestamp with the zone it is written in (the clock
+ * offset only moves "now", not stored instants).
+ */
+export function formatTime(epochMs: number | null, zone: Zone = 'local'): string {
+  if (epochMs === null) return '—';
+  const [y, mo, da, h, mi, se] = parts(epochMs, zone) as number[];
+  return `${y}-${pad(mo as number)}-${pad(da as number)} ${pad(h as number)}:${pad(mi as number)}:${pad(se as number)} ${zoneLabel(epochMs, zone)}`;
+}
+
+/** "09:30:46 UTC+1" on the day of `now`, else the date too: for table cells. */
+export function formatTimeShort(epochMs: number, now: number, zone: Zone = 'local'): string {
+  const [y, mo, da, h, mi, se] = parts(epochMs, zone) as number[];
+  const [ny, nmo, nda] = parts(now, zone) as number[];
+  const day = y === ny && mo === nmo && da === nda ? '' : `${y}-${pad(mo as number)}-${pad(da as number)} `;
+  return `${day}${pad(h as number)}:${pad(mi as number)}:${pad(se as number)} ${zoneLabel(epochMs, zone)}`;
 }
 
 export function formatClock(epochMs: number): string {
@@ -80,4 +110,20 @@ export function base64ToBytes(b64: string): Uint8Array {
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
   return out;
+}
+
+/** The bytes as one lowercase hex string ("00254a…"), for copying. */
+export function bytesToHex(chunks: readonly Uint8Array[]): string {
+  let out = '';
+  for (const c of chunks) for (const b of c) out += b.toString(16).padStart(2, '0');
+  return out;
+}
+
+/** The bytes as standard base64 (the pages re-encoded together: a page need not end on 3 bytes). */
+export function bytesToBase64(chunks: readonly Uint8Array[]): string {
+  let bin = '';
+  for (const c of chunks) {
+    for (let i = 0; i < c.length; i += 0x8000) bin += String.fromCharCode(...c.subarray(i, i + 0x8000));
+  }
+  return btoa(bin);
 }

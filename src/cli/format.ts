@@ -4,6 +4,7 @@
  * round-trips through any JSON tool without losing precision.
  */
 import type { LeaseStatus } from '../console/api.ts';
+import { formatDuration, formatRelative } from '../console/format.ts';
 import { visible } from '../console/text.ts';
 import type { LeaseInfo } from '../lease/types.ts';
 
@@ -72,25 +73,15 @@ export function leaseJson(info: LeaseInfo, status: LeaseStatus): LeaseJson {
   };
 }
 
-/** `1.5s`, `4m10s`, `2h05m`, `3d04h`. */
+/** "850 ms", "4 min 10 s", "1 h 59 min", "3 d 04 h": the console's format (src/console/format.ts). */
 export function duration(ms: number): string {
-  const abs = Math.abs(ms);
-  if (abs < 1000) return `${Math.round(abs)}ms`;
-  if (abs < 10_000) return `${(abs / 1000).toFixed(1)}s`;
-  const s = Math.floor(abs / 1000);
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
-  const h = Math.floor(m / 60);
-  if (h < 24) return `${h}h${String(m % 60).padStart(2, '0')}m`;
-  return `${Math.floor(h / 24)}d${String(h % 24).padStart(2, '0')}h`;
+  return formatDuration(ms);
 }
 
-/** `in 12s` / `3m04s ago`, relative to the server's clock. */
+/** `in 12 s` / `3 min 04 s ago`, relative to the server's clock. */
 export function relative(at: Date | null, serverNow: number): string {
   if (at === null) return '-';
-  const delta = at.getTime() - serverNow;
-  return delta >= 0 ? `in ${duration(delta)}` : `${duration(delta)} ago`;
+  return formatRelative(at.getTime(), serverNow);
 }
 
 export function bytes(n: number): string {

@@ -16,7 +16,7 @@
  * capped; HTML carries a strict CSP. Static files need no credentials: they
  * hold no data. 401 means "who are you?" (sign in), 403 "not allowed".
  */
-import { createReadStream, existsSync, realpathSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -330,6 +330,13 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       res.end('method not allowed\n');
       return;
     }
+    // The page's own routes (app/routes.ts in the renderer): `/c/<connectionId>/…` carries ids that
+    // are untrusted text (a work id may hold `.`, `%2F`, `%2E%2E`), so such a path is never looked up
+    // as a file: it is answered with the page, whatever it holds.
+    if (pathname === '/c' || pathname.startsWith('/c/')) {
+      sendIndex(req, res);
+      return;
+    }
     let decoded: string;
     try {
       decoded = decodeURIComponent(pathname);
@@ -349,14 +356,34 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       else notFound(res);
       return;
     }
-    const file = resolveInside(staticRoot, decoded === '/' ? '/index.html' : decoded);
+    if (decoded === '/' || decoded === '/index.html') {
+      sendIndex(req, res);
+      return;
+    }
+    const file = resolveInside(staticRoot, decoded);
     if (file === null) {
-      // Client-side routes (no extension) get the app; a missing asset is a 404.
-      if (extname(decoded) === '') sendFile(req, res, resolve(staticRoot, 'index.html'));
+      // Client-side routes (no extension: `/audit`, `/connections`) get the app; a missing asset is a 404.
+      if (extname(decoded) === '') sendIndex(req, res);
       else notFound(res);
       return;
     }
     sendFile(req, res, file);
+  };
+
+  /**
+   * The page, at whatever route it was asked for. The build's asset URLs are relative (`./assets/…`,
+   * so Electron can load it from its app protocol); over http they are made absolute here, or the
+   * page at `/c/x/lease/y` would ask for `/c/x/lease/assets/…`. (A `<base href>` would do the same,
+   * but the CSP allows no base URI.)
+   */
+  const sendIndex = (req: IncomingMessage, res: ServerResponse): void => {
+    const index = resolve(staticRoot, 'index.html');
+    if (!existsSync(index)) {
+      sendHtml(res, req, Buffer.from(FALLBACK_PAGE));
+      return;
+    }
+    const html = readFileSync(index, 'utf8').replace(/(\s(?:src|href)=")\.\//g, '$1/');
+    sendHtml(res, req, Buffer.from(html));
   };
 
   const sendHtml = (res: ServerResponse, req: IncomingMessage, body: Buffer): void => {

@@ -379,7 +379,7 @@ describe('worklease prune', () => {
     expect(listed).toEqual(ended);
     expect(dry.stdout.trim().split('\n').at(-1)).toMatch(
       new RegExp(
-        `^dry run: ${ended.length} work items ended more than 0ms ago on .* would be pruned .*fencing tokens are kept.*add --force to prune\\.$`,
+        `^dry run: ${ended.length} work items ended more than 0 ms ago on .* would be pruned .*fencing tokens are kept.*add --force to prune\\.$`,
       ),
     );
     expect(await backend.admin.get('job/text')).not.toBeNull();

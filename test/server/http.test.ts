@@ -86,7 +86,10 @@ describe('web server', () => {
     staticDir = join(base, 'renderer');
     outside = join(base, 'secret.txt');
     mkdirSync(join(staticDir, 'assets'), { recursive: true });
-    writeFileSync(join(staticDir, 'index.html'), '<!doctype html><title>console</title>');
+    writeFileSync(
+      join(staticDir, 'index.html'),
+      '<!doctype html><title>console</title><script type="module" src="./assets/app.js"></script>',
+    );
     writeFileSync(join(staticDir, 'assets', 'app.js'), 'console.log(1)');
     writeFileSync(outside, 'TOP SECRET');
     symlinkSync(outside, join(staticDir, 'assets', 'link.txt'));
@@ -247,6 +250,52 @@ describe('web server', () => {
     }
     const route = await raw(server.port, 'GET', '/leases/some-id');
     expect(route.status).toBe(200);
+  });
+
+  it('answers the page routes with the page (absolute asset URLs, same CSP), and only those', async () => {
+    const routes = [
+      '/audit',
+      '/connections?q=x',
+      '/c/conn-1',
+      '/c/conn-1/audit',
+      `/c/conn-1/lease/${encodeURIComponent('orders/job-17')}?status=stuck&sort=expiresAt`,
+      // Work ids are untrusted text: a dot, an encoded `..`, a backslash, markup, a bad escape.
+      '/c/conn-1/lease/job.17',
+      '/c/conn-1/lease/%2E%2E',
+      `/c/conn-1/lease/${encodeURIComponent('a\\..\\b')}`,
+      `/c/conn-1/lease/${encodeURIComponent('<script>alert(1)</script>')}`,
+      '/c/conn-1/lease/%E0%A4%A',
+      '/c/conn-1/lease?workId=..',
+    ];
+    for (const path of routes) {
+      const res = await raw(server.port, 'GET', path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers['content-type'], path).toBe('text/html; charset=utf-8');
+      expect(res.headers['content-security-policy'], path).toContain("script-src 'self'");
+      expect(res.headers['x-frame-options'], path).toBe('DENY');
+      // The asset URL resolves from any route depth; nothing of the path is echoed into the page.
+      expect(res.body, path).toContain('src="/assets/app.js"');
+      expect(res.body, path).not.toContain('alert');
+    }
+    const head = await raw(server.port, 'HEAD', '/c/conn-1/lease/job-1');
+    expect(head.status).toBe(200);
+    expect(head.body).toBe('');
+    // Assets, the API and foreign hosts are not routes.
+    expect((await raw(server.port, 'GET', '/assets/missing.js')).status).toBe(404);
+    expect((await raw(server.port, 'GET', '/c/conn-1/lease/assets/app.js')).body).not.toContain(
+      'console.log',
+    );
+    expect((await raw(server.port, 'GET', '/favicon.ico')).status).toBe(404);
+    expect(
+      (await raw(server.port, 'GET', '/api/c/conn-1', { authorization: `Bearer ${TOKEN}` })).status,
+    ).toBe(404);
+    expect((await raw(server.port, 'GET', '/api/call')).status).toBe(401);
+    expect((await raw(server.port, 'POST', '/c/conn-1/lease/job-1')).status).toBe(405);
+    const rebound = await raw(server.port, 'GET', '/c/conn-1/lease/job-1', {
+      host: `evil.example:${server.port}`,
+    });
+    expect(rebound.status).toBe(421);
+    expect(rebound.body).not.toContain('<title>');
     expect((await raw(server.port, 'GET', '/assets/missing.js')).status).toBe(404);
     expect((await raw(server.port, 'GET', '/api/other', { authorization: `Bearer ${TOKEN}` })).status).toBe(
       404,

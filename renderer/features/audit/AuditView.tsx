@@ -1,20 +1,29 @@
 import { useQueries } from '@tanstack/react-query';
-import { useMemo, useState } from 'react';
+import { useMemo } from 'react';
 import type { AuditEntryWire, ConnectionInfo } from '../../../src/console/api.ts';
 import { visible } from '../../../src/console/text.ts';
 import { auditQuery } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { useConnections } from '../../app/hooks.ts';
+import { navigate } from '../../app/router.ts';
+import { type Route, withQuery } from '../../app/routes.ts';
+import { Time } from '../../app/Time.tsx';
 import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
-import { formatTime } from '../../lib/format.ts';
+import { useNow } from '../../lib/clock.ts';
 import { AuditExport } from '../bulk/AuditExport.tsx';
 
-/** Every connection's operator actions, newest first. */
-export function AuditView() {
+/**
+ * Every connection's operator actions, newest first; `/c/<connectionId>/audit` shows one
+ * connection's, and `?q=` is the filter (so the toast after a force release links its entry).
+ */
+export function AuditView({ route }: { route: Route }) {
   const { client } = useServices();
-  const connections = useConnections().data ?? [];
+  const all = useConnections().data ?? [];
+  const connections = route.connectionId === null ? all : all.filter((c) => c.id === route.connectionId);
   const results = useQueries({ queries: connections.map((c) => auditQuery(client, c.id, null)) });
-  const [text, setText] = useState('');
+  const text = route.query.q ?? '';
+  const localNow = useNow();
+  const setText = (q: string) => navigate(withQuery(route, { q }), 'replace');
 
   const dataKey = results.map((r) => r.dataUpdatedAt).join(',');
   // biome-ignore lint/correctness/useExhaustiveDependencies: dataKey tracks every result's data
@@ -79,7 +88,9 @@ export function AuditView() {
             <tbody>
               {shown.map(({ conn, e }) => (
                 <tr key={`${conn.id}:${e.id}`}>
-                  <td className="nowrap">{formatTime(e.at)}</td>
+                  <td className="nowrap">
+                    <Time at={e.at} serverNow={localNow + conn.clockOffsetMs} compact />
+                  </td>
                   <td className="nowrap">
                     {conn.name} <EnvBadge env={conn.environment} />
                   </td>

@@ -9,9 +9,10 @@ import { useId, useMemo, useState } from 'react';
 import type { CheckpointPage, ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
 import { visible } from '../../../src/console/text.ts';
 import { keys } from '../../api/queries.ts';
+import { CopyButton } from '../../app/CopyButton.tsx';
 import { useServices } from '../../app/context.tsx';
 import { ErrorNotice } from '../../app/ui.tsx';
-import { base64ToBytes, formatBytes, hexDump } from '../../lib/format.ts';
+import { base64ToBytes, bytesToBase64, bytesToHex, formatBytes, hexDump } from '../../lib/format.ts';
 
 const PAGE = 64 * 1024;
 type Mode = 'tree' | 'json' | 'text' | 'hex';
@@ -78,6 +79,18 @@ export function CheckpointViewer({ connection, row }: { connection: ConnectionIn
         </fieldset>
         <span className="muted">
           {kind} · token {first.fencingToken} · {formatBytes(shown)} of {formatBytes(first.size)}
+        </span>
+        <span className="copy-group">
+          <CopyButton
+            label="Copy hex"
+            text={() => bytesToHex(bytes.map((b) => b.bytes))}
+            what={`of the checkpoint${shown < first.size ? ' (the bytes loaded)' : ''}`}
+          />
+          <CopyButton
+            label="Copy base64"
+            text={() => bytesToBase64(bytes.map((b) => b.bytes))}
+            what={`of the checkpoint${shown < first.size ? ' (the bytes loaded)' : ''}`}
+          />
         </span>
       </div>
       {stale && (

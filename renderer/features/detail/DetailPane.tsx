@@ -1,14 +1,18 @@
 import { useQuery } from '@tanstack/react-query';
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
 import { leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
 import { auditQuery } from '../../api/queries.ts';
+import { CopyButton } from '../../app/CopyButton.tsx';
 import { useServices } from '../../app/context.tsx';
 import type { Freshness } from '../../app/freshness.ts';
 import { useInfo, usePermissions } from '../../app/hooks.ts';
+import { Time, useTimeMode } from '../../app/Time.tsx';
+import { showToast } from '../../app/toast.tsx';
 import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
-import { formatAgo, formatBytes, formatDuration, formatExpiresIn, formatTime } from '../../lib/format.ts';
+import { formatBytes, formatDuration, formatTime } from '../../lib/format.ts';
+import { isTypingTarget } from '../../lib/keys.ts';
 import { ForceReleaseDialog } from '../force-release/ForceReleaseDialog.tsx';
 import { CheckpointViewer } from './CheckpointViewer.tsx';
 
@@ -22,17 +26,80 @@ export interface DetailPaneProps {
   /** The connection's freshness: while stale the clock stops at its last confirmed time and force release is off. */
   freshness?: Freshness | undefined;
   onClose: () => void;
+  /** Puts focus back on this lease's row in the table (after the dialog closes). */
+  onReturnFocus?: (() => void) | undefined;
 }
 
-export function DetailPane({ connection, row, localNow, freshness, onClose }: DetailPaneProps) {
+export function DetailPane({
+  connection,
+  row,
+  localNow,
+  freshness,
+  onClose,
+  onReturnFocus,
+}: DetailPaneProps) {
   const info = useInfo().data;
   const [confirming, setConfirming] = useState<LeaseRow | null>(null);
+  const [fNote, setFNote] = useState<string | null>(null);
+  const zone = useTimeMode() === 'utc' ? 'utc' : 'local';
   const stale = freshness?.stale === true;
   const serverNow = stale && freshness?.asOf != null ? freshness.asOf : localNow + connection.clockOffsetMs;
   const perm = usePermissions(connection.id);
   // The server's answer decides (role, read-only); before it arrives, nothing is offered.
   const writable = perm?.forceRelease.allowed === true && !connection.readOnly && info?.readOnly === false;
   const refusal = perm?.forceRelease.allowed === false ? perm.forceRelease.reason : null;
+  // Why the action is not offered on this lease, when it is not (the button says it, so does `f`).
+  const ended =
+    row === null
+      ? 'this lease is no longer in the fleet.'
+      : row.ended === 'force-released'
+        ? 'this lease was already force-released.'
+        : row.ended !== null
+          ? 'this lease is released: no holder to fence.'
+          : null;
+  const notOffered = !writable
+    ? connection.readOnly
+      ? 'this connection is read-only.'
+      : info?.readOnly !== false
+        ? 'the console is read-only.'
+        : (refusal ?? 'checking your permissions…')
+    : stale
+      ? `this view is not current (${freshness?.reason ?? 'stale'}).`
+      : ended;
+  const rowRef = useRef(row);
+  rowRef.current = row;
+  const notOfferedRef = useRef(notOffered);
+  notOfferedRef.current = notOffered;
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'f' || e.ctrlKey || e.metaKey || e.altKey) return;
+      if (document.querySelector('dialog[open]') !== null) return;
+      if (isTypingTarget(e.target)) return;
+      e.preventDefault();
+      const current = rowRef.current;
+      if (notOfferedRef.current === null && current !== null) {
+        setFNote(null);
+        setConfirming(current);
+      } else {
+        setFNote(`Force release is not offered: ${notOfferedRef.current ?? 'no lease.'}`);
+      }
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
+  const closeDialog = (released: LeaseRow | null) => {
+    setConfirming(null);
+    if (released !== null) {
+      showToast({
+        text: `Force-released ${visible(released.workId)}: new fencing token ${released.fencingToken}.`,
+        link: {
+          label: 'Audit entry',
+          route: { view: 'audit', connectionId: connection.id, workId: null, query: { q: released.workId } },
+        },
+      });
+    }
+    onReturnFocus?.();
+  };
 
   return (
     <aside className="detail" aria-label="Lease details">
@@ -59,45 +126,45 @@ export function DetailPane({ connection, row, localNow, freshness, onClose }: De
               <StatusBadge status={leaseStatus(row, serverNow, connection.thresholds)} />
             </dd>
             <dt>Work ID</dt>
-            <dd className="mono">{visible(row.workId)}</dd>
+            <dd className="mono">
+              {visible(row.workId)} <CopyButton text={row.workId} what="work id" />
+            </dd>
             <dt>Holder</dt>
-            <dd className="mono">{visible(row.holderId)}</dd>
+            <dd className="mono">
+              {visible(row.holderId)} <CopyButton text={row.holderId} what="holder" />
+            </dd>
             <dt>Fencing token</dt>
-            <dd className="mono">{row.fencingToken}</dd>
+            <dd className="mono">
+              {row.fencingToken} <CopyButton text={row.fencingToken} what="token" />
+            </dd>
             <dt>Step</dt>
             <dd className="mono">{row.stepId ?? '—'}</dd>
             <dt>Expires</dt>
             <dd>
-              {formatTime(row.expiresAt)}{' '}
-              {row.ended === null && (
-                <span className="muted">({formatExpiresIn(row.expiresAt, serverNow)})</span>
+              {row.ended === null ? (
+                <Time at={row.expiresAt} serverNow={serverNow} expiry />
+              ) : (
+                <>
+                  {formatTime(row.expiresAt, zone)} <span className="muted">(ended)</span>
+                </>
               )}
             </dd>
             <dt>TTL</dt>
             <dd>{formatDuration(row.ttlMs)}</dd>
             <dt>Acquired</dt>
             <dd>
-              {formatTime(row.acquiredAt)}{' '}
-              <span className="muted">({formatAgo(serverNow - row.acquiredAt)})</span>
+              <Time at={row.acquiredAt} serverNow={serverNow} />
             </dd>
             <dt>Last heartbeat</dt>
-            <dd>
-              {formatTime(row.renewedAt)}{' '}
-              {row.renewedAt !== null && (
-                <span className="muted">({formatAgo(serverNow - row.renewedAt)})</span>
-              )}
-            </dd>
+            <dd>{row.renewedAt === null ? '—' : <Time at={row.renewedAt} serverNow={serverNow} />}</dd>
             <dt>Last checkpoint</dt>
             <dd>
-              {formatTime(row.checkpointedAt)}{' '}
-              {row.checkpointedAt !== null && (
-                <span className="muted">({formatAgo(serverNow - row.checkpointedAt)})</span>
-              )}
+              {row.checkpointedAt === null ? '—' : <Time at={row.checkpointedAt} serverNow={serverNow} />}
             </dd>
             <dt>Checkpoint size</dt>
             <dd>{formatBytes(row.checkpointSize)}</dd>
             <dt>Released</dt>
-            <dd>{formatTime(row.releasedAt)}</dd>
+            <dd>{row.releasedAt === null ? '—' : <Time at={row.releasedAt} serverNow={serverNow} />}</dd>
             <dt>Ended</dt>
             <dd>{row.ended ?? '—'}</dd>
             <dt>Clean handoff</dt>
@@ -108,32 +175,34 @@ export function DetailPane({ connection, row, localNow, freshness, onClose }: De
             <dd className="mono">{row.version}</dd>
           </dl>
           <div className="detail-actions">
-            {writable && row.ended !== 'force-released' && (
+            {writable && (
               <button
                 type="button"
                 className="danger"
-                disabled={stale}
-                aria-describedby={stale ? 'force-release-off' : undefined}
+                disabled={notOffered !== null}
+                aria-describedby={notOffered !== null ? 'force-release-off' : undefined}
+                aria-keyshortcuts="f"
                 onClick={() => setConfirming(row)}
               >
                 Force release
               </button>
             )}
-            {writable && stale && (
+            {notOffered !== null && (
               <p className="muted" id="force-release-off">
-                Force release is off: this view is not current ({freshness?.reason ?? 'stale'}), so the token
-                and status shown may be out of date.
+                {writable && stale
+                  ? `Force release is off: this view is not current (${freshness?.reason ?? 'stale'}), so the token and status shown may be out of date.`
+                  : writable
+                    ? `Force release is not offered: ${notOffered}`
+                    : connection.readOnly
+                      ? 'This connection is read-only: force release is not offered.'
+                      : info?.readOnly !== false
+                        ? 'The console is read-only: force release is not offered.'
+                        : `Force release is not offered: ${refusal ?? 'checking your permissions…'}`}
               </p>
             )}
-            {!writable && (
-              <p className="muted">
-                {connection.readOnly
-                  ? 'This connection is read-only: force release is not offered.'
-                  : info?.readOnly !== false
-                    ? 'The console is read-only: force release is not offered.'
-                    : `Force release is not offered: ${refusal ?? 'checking your permissions…'}`}
-              </p>
-            )}
+            <p className="f-note" role="status">
+              {fNote}
+            </p>
             {perm !== undefined && <p className="muted">Your role here: {perm.role}</p>}
           </div>
           <section aria-label="Checkpoint">
@@ -147,7 +216,12 @@ export function DetailPane({ connection, row, localNow, freshness, onClose }: De
         </>
       )}
       {confirming !== null && (
-        <ForceReleaseDialog connection={connection} row={confirming} onClose={() => setConfirming(null)} />
+        <ForceReleaseDialog
+          connection={connection}
+          row={confirming}
+          onClose={() => closeDialog(null)}
+          onReleased={(released) => closeDialog(released)}
+        />
       )}
     </aside>
   );
@@ -155,6 +229,7 @@ export function DetailPane({ connection, row, localNow, freshness, onClose }: De
 
 function LeaseAudit({ connectionId, workId }: { connectionId: string; workId: string }) {
   const { client } = useServices();
+  const zone = useTimeMode() === 'utc' ? 'utc' : 'local';
   const q = useQuery(auditQuery(client, connectionId, workId));
   if (q.error !== null) return <ErrorNotice error={q.error} />;
   if (q.data === undefined) return <p className="muted">Loading…</p>;
@@ -165,7 +240,7 @@ function LeaseAudit({ connectionId, workId }: { connectionId: string; workId: st
         <li key={e.id}>
           <div>
             <strong>{e.action}</strong> by <span className="mono">{visible(e.operator)}</span> at{' '}
-            {formatTime(e.at)}
+            {formatTime(e.at, zone)}
           </div>
           <div className="muted">
             holder <span className="mono">{visible(e.oldHolderId)}</span>, token {e.oldToken} → {e.newToken}

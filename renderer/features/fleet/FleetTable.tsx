@@ -4,34 +4,34 @@
  * a 100 000-row fleet costs ~40 row renders a second, not 100 000.
  */
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { type KeyboardEvent, memo, useCallback, useEffect, useRef } from 'react';
+import {
+  type CSSProperties,
+  type KeyboardEvent,
+  memo,
+  useCallback,
+  useEffect,
+  useMemo,
+  useRef,
+  useState,
+} from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
 import { leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
+import { Time } from '../../app/Time.tsx';
 import { EnvBadge, StatusBadge } from '../../app/ui.tsx';
-import { formatAgo, formatBytes, formatExpiresIn } from '../../lib/format.ts';
+import { formatBytes } from '../../lib/format.ts';
+import {
+  COLUMNS,
+  type Column,
+  MAX_WIDTH,
+  MIN_WIDTH,
+  resizeColumn,
+  useColumnPrefs,
+  widthOf,
+} from './columns.ts';
 import type { FleetData, FleetView, Sort, SortKey } from './model.ts';
 
 const ROW_HEIGHT = 32;
-
-interface Column {
-  key: SortKey;
-  label: string;
-  className: string;
-}
-
-const COLUMNS: Column[] = [
-  { key: 'connection', label: 'Connection', className: 'c-conn' },
-  { key: 'workId', label: 'Work ID', className: 'c-work' },
-  { key: 'holderId', label: 'Holder', className: 'c-holder' },
-  { key: 'fencingToken', label: 'Token', className: 'c-token' },
-  { key: 'status', label: 'Status', className: 'c-status' },
-  { key: 'expiresAt', label: 'Expires in', className: 'c-expires' },
-  { key: 'renewedAt', label: 'Last heartbeat', className: 'c-heartbeat' },
-  { key: 'checkpointedAt', label: 'Last checkpoint', className: 'c-checkpoint' },
-  { key: 'checkpointSize', label: 'Checkpoint size', className: 'c-size' },
-];
-const NO_CONN_COLUMNS = COLUMNS.slice(1);
 
 export interface FleetTableProps {
   view: FleetView;
@@ -48,6 +48,8 @@ export interface FleetTableProps {
   onActiveIndex: (index: number) => void;
   onOpen: (index: number) => void;
   selectedKey: string | null;
+  /** The grid element: where focus returns after a dialog. */
+  gridRef?: React.RefObject<HTMLTableElement | null>;
 }
 
 /**
@@ -85,10 +87,30 @@ export function FleetTable(props: FleetTableProps) {
     handlers.current.onOpen(index);
   }, []);
 
-  const columns = props.showConnection ? COLUMNS : NO_CONN_COLUMNS;
+  const prefs = useColumnPrefs();
+  const columns = useMemo(
+    () =>
+      COLUMNS.filter(
+        (c) => (c.key !== 'connection' || props.showConnection) && !prefs.hidden.includes(c.key),
+      ),
+    [props.showConnection, prefs.hidden],
+  );
+  // Row layout: one grid template for the header and every row; Work ID and Status stick left.
+  const template = columns
+    .map((c) => (c.grow === true ? `minmax(${widthOf(c, prefs)}px, 1fr)` : `${widthOf(c, prefs)}px`))
+    .join(' ');
+  const workW = widthOf(COLUMNS[0] as Column, prefs);
+  const statusW = widthOf(COLUMNS[1] as Column, prefs);
+  const minWidth = columns.reduce((n, c) => n + widthOf(c, prefs), 16);
+  const layout = {
+    '--cols': template,
+    '--w-work': `${workW}px`,
+    '--w-sticky': `${workW + statusW}px`,
+  } as CSSProperties;
 
-  const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
-    if (count === 0) return;
+  const onKeyDown = (e: KeyboardEvent<HTMLTableElement>) => {
+    // Keys on a header button are the header's (it sorts with Enter); the grid's are on the grid itself.
+    if (count === 0 || e.target !== e.currentTarget) return;
     const page = Math.max(1, Math.floor((scrollRef.current?.clientHeight ?? 320) / ROW_HEIGHT) - 1);
     const move = (to: number) => {
       e.preventDefault();
@@ -123,9 +145,33 @@ export function FleetTable(props: FleetTableProps) {
   const first = items[0]?.index ?? 0;
   const padTop = items[0]?.start ?? 0;
   const activeId = activeIndex >= 0 && activeIndex < count ? `lease-row-${activeIndex}` : undefined;
+  // The header is one tab stop (roving tabindex): the sorted column's button, arrows move along.
+  const [headFocus, setHeadFocus] = useState<SortKey | null>(null);
+  const tabKey = columns.some((c) => c.key === headFocus) ? headFocus : props.sort.key;
+  const headRow = useRef<HTMLTableRowElement>(null);
+  const onHeadKey = (e: KeyboardEvent<HTMLTableRowElement>) => {
+    const at = columns.findIndex((c) => c.key === tabKey);
+    let to = -1;
+    if (e.key === 'ArrowRight') to = Math.min(columns.length - 1, at + 1);
+    else if (e.key === 'ArrowLeft') to = Math.max(0, at - 1);
+    else if (e.key === 'Home') to = 0;
+    else if (e.key === 'End') to = columns.length - 1;
+    else if (e.key === 'ArrowDown') {
+      e.preventDefault();
+      props.gridRef?.current?.focus();
+      return;
+    } else return;
+    e.preventDefault();
+    const key = columns[to]?.key;
+    if (key === undefined) return;
+    setHeadFocus(key);
+    headRow.current?.querySelector<HTMLButtonElement>(`button[data-key="${key}"]`)?.focus();
+  };
   return (
-    <div ref={scrollRef} className={`fleet-table${props.showConnection ? ' with-conn' : ''}`}>
+    <div ref={scrollRef} className="fleet-table" style={layout}>
       <table
+        style={{ minWidth }}
+        ref={props.gridRef}
         // biome-ignore lint/a11y/noNoninteractiveElementToInteractiveRole: an interactive data grid is a <table role=grid> in the ARIA authoring practices; arrows and Enter work through aria-activedescendant
         role="grid"
         aria-label="Leases"
@@ -135,7 +181,7 @@ export function FleetTable(props: FleetTableProps) {
         onKeyDown={onKeyDown}
       >
         <thead>
-          <tr aria-rowindex={1}>
+          <tr aria-rowindex={1} ref={headRow} onKeyDown={onHeadKey}>
             {columns.map((c) => {
               const sorted = props.sort.key === c.key;
               return (
@@ -143,14 +189,23 @@ export function FleetTable(props: FleetTableProps) {
                   key={c.key}
                   scope="col"
                   className={c.className}
+                  data-col={c.key}
                   aria-sort={sorted ? (props.sort.dir === 'asc' ? 'ascending' : 'descending') : 'none'}
                 >
-                  <button type="button" className="sort" onClick={() => props.onSort(c.key)}>
+                  <button
+                    type="button"
+                    className="sort"
+                    data-key={c.key}
+                    tabIndex={c.key === tabKey ? 0 : -1}
+                    onFocus={() => setHeadFocus(c.key)}
+                    onClick={() => props.onSort(c.key)}
+                  >
                     {c.label}
                     <span aria-hidden="true" className="sort-mark">
                       {sorted ? (props.sort.dir === 'asc' ? '▲' : '▼') : ''}
                     </span>
                   </button>
+                  <ResizeHandle column={c} width={widthOf(c, prefs)} />
                 </th>
               );
             })}
@@ -272,18 +327,60 @@ function Cell({
         </td>
       );
     case 'expiresAt':
-      return <td className={cls}>{row.ended !== null ? '—' : formatExpiresIn(row.expiresAt, serverNow)}</td>;
+      return (
+        <td className={cls}>
+          {row.ended !== null ? '—' : <Time at={row.expiresAt} serverNow={serverNow} expiry compact />}
+        </td>
+      );
     case 'renewedAt':
-      return <td className={cls}>{row.renewedAt === null ? '—' : formatAgo(serverNow - row.renewedAt)}</td>;
+      return (
+        <td className={cls}>
+          {row.renewedAt === null ? '—' : <Time at={row.renewedAt} serverNow={serverNow} compact />}
+        </td>
+      );
     case 'checkpointedAt':
       return (
         <td className={cls}>
-          {row.checkpointedAt === null ? '—' : formatAgo(serverNow - row.checkpointedAt)}
+          {row.checkpointedAt === null ? '—' : <Time at={row.checkpointedAt} serverNow={serverNow} compact />}
         </td>
       );
     case 'checkpointSize':
       return <td className={cls}>{formatBytes(row.checkpointSize)}</td>;
   }
+}
+
+/**
+ * The drag handle on a header's right edge (pointer only; the Columns menu resets widths). The
+ * width follows the pointer and is remembered in this browser.
+ */
+function ResizeHandle({ column, width }: { column: Column; width: number }) {
+  const onPointerDown = (e: React.PointerEvent<HTMLSpanElement>) => {
+    e.preventDefault();
+    e.stopPropagation();
+    const handle = e.currentTarget;
+    handle.setPointerCapture(e.pointerId);
+    const startX = e.clientX;
+    const move = (ev: PointerEvent) => {
+      resizeColumn(column.key, Math.min(MAX_WIDTH, Math.max(MIN_WIDTH, width + ev.clientX - startX)));
+    };
+    const up = () => {
+      handle.removeEventListener('pointermove', move);
+      handle.removeEventListener('pointerup', up);
+      handle.removeEventListener('pointercancel', up);
+    };
+    handle.addEventListener('pointermove', move);
+    handle.addEventListener('pointerup', up);
+    handle.addEventListener('pointercancel', up);
+  };
+  return (
+    <span
+      className="col-resize"
+      aria-hidden="true"
+      title={`Drag to resize ${column.label}`}
+      onPointerDown={onPointerDown}
+      onClick={(e) => e.stopPropagation()}
+    />
+  );
 }
 
 export function rowKey(connectionId: string, workId: string): string {

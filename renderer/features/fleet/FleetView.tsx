@@ -1,14 +1,20 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { ConnectionInfo, LeaseStatus } from '../../../src/console/api.ts';
 import { LEASE_STATUSES } from '../../../src/console/api.ts';
+import { visible as visibleText } from '../../../src/console/text.ts';
 import { type Freshness, useFreshness } from '../../app/freshness.ts';
 import { type FleetEntry, toSources, useConnectionMap } from '../../app/hooks.ts';
+import { navigate } from '../../app/router.ts';
+import { type Route, withQuery } from '../../app/routes.ts';
+import { showToast } from '../../app/toast.tsx';
 import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
 import { formatAgo, formatClockSeconds } from '../../lib/format.ts';
+import { isTypingTarget } from '../../lib/keys.ts';
 import { runSliced } from '../../lib/slices.ts';
 import { FleetActions } from '../bulk/FleetActions.tsx';
 import { DetailPane } from '../detail/DetailPane.tsx';
+import { ColumnsMenu } from './ColumnsMenu.tsx';
 import { FleetTable, rowKey } from './FleetTable.tsx';
 import {
   EMPTY_FILTER,
@@ -22,6 +28,7 @@ import {
   type SortKey,
   viewJob,
 } from './model.ts';
+import { filterFromQuery, fleetQuery, sortFromQuery } from './url.ts';
 
 const EMPTY_VIEW: FleetViewModel = {
   connIds: [],
@@ -128,27 +135,99 @@ export interface FleetViewProps {
   fleets: FleetEntry[];
   /** False while another view is shown: the table keeps its state but stops recomputing. */
   visible: boolean;
-  scope: string;
-  onScope: (scope: string) => void;
-  selection: Selection | null;
-  onSelect: (s: Selection | null) => void;
+  /** The fleet's address: scope, selected lease, filters and sort (see app/routes.ts, ./url.ts). */
+  route: Route;
   searchRef: React.RefObject<HTMLInputElement | null>;
 }
 
-export function FleetView({
-  fleets,
-  visible,
-  scope,
-  onScope,
-  selection,
-  onSelect,
-  searchRef,
-}: FleetViewProps) {
+/**
+ * Which fleet a route shows: every connection (`/`), or one (`/c/<id>`). A lease link shows its
+ * own connection's fleet unless `scope` says otherwise (`all`, or another connection's id: the
+ * operator changed tabs with the lease open).
+ */
+export function scopeOf(route: Route): string {
+  if (route.connectionId === null) return 'all';
+  return route.workId !== null && route.query.scope !== undefined ? route.query.scope : route.connectionId;
+}
+
+/** The route of a scope with the same filters and no lease selected. */
+function scopeRoute(route: Route, scope: string): Route {
+  return {
+    view: 'fleet',
+    connectionId: scope === 'all' ? null : scope,
+    workId: null,
+    query: withQuery(route, { scope: undefined }).query,
+  };
+}
+
+/** Another scope, the open lease (if any) staying open. */
+function changeScope(route: Route, scope: string): Route {
+  if (route.workId === null || route.connectionId === null) return scopeRoute(route, scope);
+  return withQuery(route, { scope: scope === route.connectionId ? undefined : scope });
+}
+
+export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps) {
   const connections = useConnectionMap();
   const tick = useNow();
-  const [filter, setFilter] = useState<FleetFilter>(EMPTY_FILTER);
-  const [sort, setSort] = useState<Sort>({ key: 'workId', dir: 'asc' });
+  const scope = scopeOf(route);
+  const selection: Selection | null =
+    route.connectionId !== null && route.workId !== null
+      ? { connectionId: route.connectionId, workId: route.workId }
+      : null;
+  // One object per distinct value: the view runner restarts when its identity changes.
+  const q = route.query;
+  const filterKey = [q.q, q.holder, q.prefix, q.status].join('\u0000');
+  // biome-ignore lint/correctness/useExhaustiveDependencies: filterKey names exactly what the filter holds
+  const filter = useMemo(() => filterFromQuery(route.query), [filterKey]);
+  const sortKey = `${q.sort ?? ''}|${q.dir ?? ''}`;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: sortKey names exactly what the sort holds
+  const sort = useMemo(() => sortFromQuery(route.query), [sortKey]);
+  const routeRef = useRef(route);
+  routeRef.current = route;
+  const setFilter = useCallback((next: FleetFilter, mode: 'push' | 'replace' = 'push') => {
+    const r = routeRef.current;
+    navigate(withQuery(r, fleetQuery(next, sortFromQuery(r.query))), mode);
+  }, []);
+  const onScope = (next: string) => navigate(changeScope(route, next));
+  const onSelect = useCallback((s: Selection | null) => {
+    const r = routeRef.current;
+    const sc = scopeOf(r);
+    if (s === null) navigate(scopeRoute(r, sc));
+    else {
+      navigate({
+        view: 'fleet',
+        connectionId: s.connectionId,
+        workId: s.workId,
+        query: withQuery(r, { scope: sc === s.connectionId ? undefined : sc }).query,
+      });
+    }
+  }, []);
   const [activeIndex, setActiveIndex] = useState(-1);
+  const gridRef = useRef<HTMLTableElement>(null);
+  const hasSelection = selection !== null;
+  useEffect(() => {
+    if (!visible || !hasSelection) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'Escape' || document.querySelector('dialog[open]') !== null) return;
+      const search = searchRef.current;
+      if (search !== null && e.target === search && search.value !== '') return;
+      onSelect(null);
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [visible, hasSelection, onSelect, searchRef]);
+  // `f` with a lease open is the detail pane's; with none, say what it needs.
+  useEffect(() => {
+    if (!visible || hasSelection) return;
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'f' || e.ctrlKey || e.metaKey || e.altKey) return;
+      if (document.querySelector('dialog[open]') !== null) return;
+      if (isTypingTarget(e.target)) return;
+      showToast({ text: 'Force release needs an open lease: / to search, Enter to open it, then f.' });
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, [visible, hasSelection]);
   const frozenTick = useRef(tick);
   if (visible) frozenTick.current = tick;
   const localNow = frozenTick.current;
@@ -205,7 +284,10 @@ export function FleetView({
   }, [fleets]);
 
   const onSort = useCallback((key: SortKey) => {
-    setSort((s) => (s.key === key ? { key, dir: s.dir === 'asc' ? 'desc' : 'asc' } : { key, dir: 'asc' }));
+    const r = routeRef.current;
+    const s = sortFromQuery(r.query);
+    const next: Sort = s.key === key ? { key, dir: s.dir === 'asc' ? 'desc' : 'asc' } : { key, dir: 'asc' };
+    navigate(withQuery(r, fleetQuery(filterFromQuery(r.query), next)));
   }, []);
   const onOpen = useCallback(
     (index: number) => {
@@ -215,17 +297,39 @@ export function FleetView({
     },
     [view, onSelect],
   );
+  /** Back to the table, on the selected lease's row (after a dialog, or once Enter opened it). */
+  const focusRow = useCallback(() => {
+    const sel = routeRef.current;
+    const at = sel.workId === null ? -1 : indexOf(viewRef.current, sel.connectionId, sel.workId);
+    if (at >= 0) setActiveIndex(at);
+    requestAnimationFrame(() => gridRef.current?.focus());
+  }, []);
+  const viewRef = useRef(view);
+  viewRef.current = view;
+  const onSearchKey = (e: React.KeyboardEvent<HTMLInputElement>) => {
+    if (e.key !== 'Enter' || e.ctrlKey || e.metaKey || e.altKey || view.workIds.length === 0) return;
+    e.preventDefault();
+    setActiveIndex(0);
+    onOpen(0);
+    requestAnimationFrame(() => gridRef.current?.focus());
+  };
+  const firstMatch = view.workIds[0];
+  const searchHint =
+    filter.search.trim() === '' || firstMatch === undefined || computing
+      ? null
+      : view.workIds.length === 1
+        ? `Enter opens ${visibleText(firstMatch)}`
+        : `Enter opens the first of ${view.workIds.length.toLocaleString()}: ${visibleText(firstMatch)}`;
   const toggleStatus = (s: LeaseStatus) => {
-    setFilter((f) => {
-      const statuses = new Set(f.statuses);
-      if (statuses.has(s)) statuses.delete(s);
-      else statuses.add(s);
-      return { ...f, statuses };
-    });
+    const statuses = new Set(filter.statuses);
+    if (statuses.has(s)) statuses.delete(s);
+    else statuses.add(s);
+    setFilter({ ...filter, statuses });
     setActiveIndex(-1);
   };
+  // Typing replaces the history entry (Back does not replay keystrokes); the rest pushes one.
   const setText = (field: 'search' | 'holder' | 'workIdPrefix', value: string) => {
-    setFilter((f) => ({ ...f, [field]: value }));
+    setFilter({ ...filter, [field]: value }, 'replace');
     setActiveIndex(-1);
   };
   const filtered =
@@ -340,6 +444,8 @@ export function FleetView({
                 aria-label="Search leases"
                 value={filter.search}
                 onChange={(e) => setText('search', e.target.value)}
+                onKeyDown={onSearchKey}
+                aria-describedby={searchHint === null ? undefined : 'fleet-search-hint'}
               />
             </label>
             <label>
@@ -363,6 +469,7 @@ export function FleetView({
             <button type="button" disabled={!filtered} onClick={() => setFilter(EMPTY_FILTER)}>
               Clear filters
             </button>
+            <ColumnsMenu showConnection={scope === 'all' && fleets.length > 1} />
             <FleetActions
               view={view}
               fleets={fleetMap}
@@ -371,6 +478,14 @@ export function FleetView({
               filter={filter}
               scopeIds={inScope.map((f) => f.connection.id)}
             />
+            <span
+              className="hint search-hint"
+              id="fleet-search-hint"
+              aria-live="polite"
+              title={searchHint ?? undefined}
+            >
+              {searchHint}
+            </span>
           </div>
           <div className={`fleet-split${selection !== null ? ' with-detail' : ''}`}>
             {(loading && sources.length === 0) || (computing && view.total === 0 && sources.length > 0) ? (
@@ -389,6 +504,7 @@ export function FleetView({
                 onActiveIndex={setActiveIndex}
                 onOpen={onOpen}
                 selectedKey={selectedKey}
+                gridRef={gridRef}
               />
             )}
             {selection !== null && selectedConn !== undefined && (
@@ -400,6 +516,7 @@ export function FleetView({
                 localNow={tick}
                 freshness={freshness.get(selection.connectionId)}
                 onClose={() => onSelect(null)}
+                onReturnFocus={focusRow}
               />
             )}
           </div>
@@ -407,6 +524,14 @@ export function FleetView({
       )}
     </div>
   );
+}
+
+/** Where a lease is in the shown view, or -1. */
+function indexOf(view: FleetViewModel, connectionId: string | null, workId: string): number {
+  for (let i = view.workIds.indexOf(workId); i >= 0; i = view.workIds.indexOf(workId, i + 1)) {
+    if (view.connIds[i] === connectionId) return i;
+  }
+  return -1;
 }
 
 /** The connection chip's dot: amber while its rows are not current, red on an error. */

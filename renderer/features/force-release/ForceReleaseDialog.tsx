@@ -7,21 +7,29 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useId, useRef, useState } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
+import { leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
 import { ConsoleError } from '../../api/client.ts';
 import { keys } from '../../api/queries.ts';
+import { CopyButton } from '../../app/CopyButton.tsx';
 import { useServices } from '../../app/context.tsx';
-import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
+import { Time } from '../../app/Time.tsx';
+import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
+import { useNow } from '../../lib/clock.ts';
+import { formatBytes } from '../../lib/format.ts';
 import { type FleetData, upsertRow } from '../fleet/model.ts';
 
 export interface ForceReleaseDialogProps {
   connection: ConnectionInfo;
   /** The row as the operator saw it when opening the dialog. */
   row: LeaseRow;
+  /** Cancelled or closed after a refusal. */
   onClose: () => void;
+  /** Done: the lease as the backend returned it (its new token). */
+  onReleased: (released: LeaseRow) => void;
 }
 
-export function ForceReleaseDialog({ connection, row, onClose }: ForceReleaseDialogProps) {
+export function ForceReleaseDialog({ connection, row, onClose, onReleased }: ForceReleaseDialogProps) {
   const { client } = useServices();
   const queryClient = useQueryClient();
   const ref = useRef<HTMLDialogElement>(null);
@@ -31,9 +39,12 @@ export function ForceReleaseDialog({ connection, row, onClose }: ForceReleaseDia
   const [reason, setReason] = useState('');
   const [conflict, setConflict] = useState<string | null>(null);
 
+  const workRef = useRef<HTMLInputElement>(null);
   useEffect(() => {
     const dialog = ref.current;
     if (dialog !== null && !dialog.open) dialog.showModal();
+    // showModal focuses the first control (a copy button): the confirmation field is where typing goes.
+    workRef.current?.focus();
     return () => dialog?.close();
   }, []);
 
@@ -50,7 +61,7 @@ export function ForceReleaseDialog({ connection, row, onClose }: ForceReleaseDia
         data === undefined ? data : upsertRow(data, released),
       );
       void queryClient.invalidateQueries({ queryKey: ['connections', connection.id, 'audit'] });
-      onClose();
+      onReleased(released);
     },
     onError: async (err) => {
       if (err instanceof ConsoleError && err.code === 'CONFLICT') {
@@ -75,6 +86,9 @@ export function ForceReleaseDialog({ connection, row, onClose }: ForceReleaseDia
   });
 
   const ready = typed === row.workId && reason.trim() !== '' && !mutation.isPending && conflict === null;
+  // What the operator decides on, by the server's clock: is the holder alive?
+  const serverNow = useNow() + connection.clockOffsetMs;
+  const status = leaseStatus(row, serverNow, connection.thresholds);
 
   return (
     <dialog
@@ -94,6 +108,13 @@ export function ForceReleaseDialog({ connection, row, onClose }: ForceReleaseDia
           e.preventDefault();
           if (ready) mutation.mutate();
         }}
+        onKeyDown={(e) => {
+          // Ctrl+Enter (⌘+Enter) submits from any field, the reason's textarea included.
+          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+            e.preventDefault();
+            if (ready) mutation.mutate();
+          }
+        }}
       >
         <h2 id={titleId}>Force release this lease?</h2>
         <p id={descId}>
@@ -106,16 +127,45 @@ export function ForceReleaseDialog({ connection, row, onClose }: ForceReleaseDia
             {connection.name} <EnvBadge env={connection.environment} />
           </dd>
           <dt>Work ID</dt>
-          <dd className="mono">{visible(row.workId)}</dd>
+          <dd className="mono">
+            {visible(row.workId)} <CopyButton text={row.workId} what="work id" />
+          </dd>
+          <dt>Status</dt>
+          <dd>
+            <StatusBadge status={status} />
+          </dd>
           <dt>Holder</dt>
-          <dd className="mono">{visible(row.holderId)}</dd>
+          <dd className="mono">
+            {visible(row.holderId)} <CopyButton text={row.holderId} what="holder" />
+          </dd>
+          <dt>Last heartbeat</dt>
+          <dd>
+            {row.renewedAt === null ? 'never renewed' : <Time at={row.renewedAt} serverNow={serverNow} />}
+          </dd>
+          <dt>Last checkpoint</dt>
+          <dd>
+            {row.checkpointedAt === null ? (
+              'none'
+            ) : (
+              <>
+                <Time at={row.checkpointedAt} serverNow={serverNow} />{' '}
+                <span className="muted">({formatBytes(row.checkpointSize)})</span>
+              </>
+            )}
+          </dd>
+          <dt>Expires</dt>
+          <dd>
+            <Time at={row.expiresAt} serverNow={serverNow} expiry />
+          </dd>
           <dt>Token being fenced</dt>
-          <dd className="mono">{row.fencingToken}</dd>
+          <dd className="mono">
+            {row.fencingToken} <CopyButton text={row.fencingToken} what="token" />
+          </dd>
         </dl>
         <div className="field">
           <label htmlFor={`${titleId}-work`}>Work ID</label>
           <span className="field-hint" id={`${titleId}-work-hint`}>
-            Type the work id to confirm.
+            Type the work id to confirm. Ctrl+Enter submits.
           </span>
           <input
             id={`${titleId}-work`}
@@ -126,7 +176,7 @@ export function ForceReleaseDialog({ connection, row, onClose }: ForceReleaseDia
             value={typed}
             onChange={(e) => setTyped(e.target.value)}
             aria-invalid={typed !== '' && typed !== row.workId}
-            autoFocus
+            ref={workRef}
           />
         </div>
         <div className="field">
@@ -157,7 +207,7 @@ export function ForceReleaseDialog({ connection, row, onClose }: ForceReleaseDia
           <button type="button" onClick={onClose}>
             {conflict === null ? 'Cancel' : 'Close'}
           </button>
-          <button type="submit" className="danger" disabled={!ready}>
+          <button type="submit" className="danger" disabled={!ready} aria-keyshortcuts="Control+Enter">
             Force release
           </button>
         </div>
