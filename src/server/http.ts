@@ -308,8 +308,9 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       return;
     }
     const { method, params } = envelope.data;
-    if (readOnly && method === 'lease.forceRelease') {
-      sendError(res, 403, errData(new ForbiddenError('the console is read-only: force-release is refused')));
+    if (readOnly && (method === 'lease.forceRelease' || method === 'lease.requestRelease')) {
+      const action = method === 'lease.forceRelease' ? 'force-release' : 'request-release';
+      sendError(res, 403, errData(new ForbiddenError(`the console is read-only: ${action} is refused`)));
       return;
     }
     const out = await dispatch(service, method, params, caller);
