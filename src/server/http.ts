@@ -315,8 +315,14 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       return;
     }
     const { method, params } = envelope.data;
-    if (readOnly && (method === 'lease.forceRelease' || method === 'lease.forceReleaseMany')) {
-      sendError(res, 403, errData(new ForbiddenError('the console is read-only: force-release is refused')));
+    if (
+      readOnly &&
+      (method === 'lease.forceRelease' ||
+        method === 'lease.forceReleaseMany' ||
+        method === 'lease.requestRelease')
+    ) {
+      const action = method === 'lease.requestRelease' ? 'request-release' : 'force-release';
+      sendError(res, 403, errData(new ForbiddenError(`the console is read-only: ${action} is refused`)));
       return;
     }
     const out = await dispatch(service, method, params, caller);

@@ -176,6 +176,40 @@ describe('web server', () => {
     expect(conflict.status).toBe(409);
   });
 
+  it('refuses request-release with 403 on a read-only connection and a read-only server; 200 then the same request', async () => {
+    const rec = await backend.acquire('http-rr', 'w1', 60_000);
+    const params = { workId: 'http-rr', expectedToken: rec.fencingToken.toString(), reason: 'drain' };
+    const roConn = await api({ method: 'lease.requestRelease', params: { ...params, connectionId: ro } });
+    expect(roConn.status).toBe(403);
+    expect(JSON.parse(roConn.body).error.code).toBe('FORBIDDEN');
+    const roServer = await raw(
+      readOnlyServer.port,
+      'POST',
+      '/api/call',
+      { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+      JSON.stringify({ method: 'lease.requestRelease', params: { ...params, connectionId: rw } }),
+    );
+    expect(roServer.status).toBe(403);
+    expect((await backend.admin.get('http-rr'))?.releaseRequest).toBeNull();
+    const done = await api({ method: 'lease.requestRelease', params: { ...params, connectionId: rw } });
+    expect(done.status).toBe(200);
+    const row = JSON.parse(done.body).result;
+    expect(row).toMatchObject({
+      fencingToken: rec.fencingToken.toString(),
+      releaseRequest: { reason: 'drain' },
+    });
+    const again = await api({
+      method: 'lease.requestRelease',
+      params: { ...params, connectionId: rw, reason: 'again' },
+    });
+    expect(JSON.parse(again.body).result.releaseRequest).toEqual(row.releaseRequest);
+    const stale = await api({
+      method: 'lease.requestRelease',
+      params: { ...params, connectionId: rw, expectedToken: (rec.fencingToken + 9n).toString() },
+    });
+    expect(stale.status).toBe(409);
+  });
+
   it('streams events over WebSocket: connections first, then leases after a write', async () => {
     const ws = new WebSocket(`ws://127.0.0.1:${server.port}/api/events`, {
       headers: { authorization: `Bearer ${TOKEN}` },
