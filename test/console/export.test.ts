@@ -70,7 +70,13 @@ describe('fleet.export and audit.export', () => {
       batchId: 'b_test',
     });
     await service.waitLive(id);
-    await until('the model has every row', () => (service.model(id)?.size ?? 0) >= 26);
+    // Every row, and the force-release applied (the service may have taken its snapshot before it).
+    await until(
+      'the model has every row and the force-release',
+      () =>
+        (service.model(id)?.size ?? 0) >= 26 &&
+        service.model(id)?.get('=cmd|evil,"x"')?.ended === 'force-released',
+    );
   });
   afterAll(async () => {
     await service?.close();
