@@ -19,6 +19,8 @@
  *   for a configured time.
  * - **force-release**: an operator ends a lease: its token is bumped so the old
  *   holder is fenced out, and the action is written to the audit log.
+ * - **batch id**: shared by the audit entries of one bulk force-release (the
+ *   console's action on a filtered selection).
  *
  * All durations are milliseconds and say so in their names (`ttlMs`).
  */
