@@ -4,6 +4,7 @@ import { ActivityView } from '../features/activity/ActivityView.tsx';
 import { AuditView } from '../features/audit/AuditView.tsx';
 import { ConnectionsView } from '../features/connections/ConnectionsView.tsx';
 import { FleetView, type Selection } from '../features/fleet/FleetView.tsx';
+import { GroupsView } from '../features/groups/GroupsView.tsx';
 import { NotificationToggle, useStuckNotifications } from '../features/notifications/StuckNotifications.tsx';
 import { SettingsView } from '../features/settings/SettingsView.tsx';
 import { useServices } from './context.tsx';
@@ -16,6 +17,7 @@ const VIEWS = [
   { id: 'fleet', label: 'Fleet' },
   { id: 'audit', label: 'Audit log' },
   { id: 'activity', label: 'Activity' },
+  { id: 'groups', label: 'Groups' },
   { id: 'connections', label: 'Connections' },
   { id: 'settings', label: 'Settings' },
 ] as const;
@@ -113,6 +115,7 @@ function Console() {
         </div>
         {view === 'audit' && <AuditView />}
         {view === 'activity' && <ActivityView />}
+        {view === 'groups' && <GroupsView />}
         {view === 'connections' && <ConnectionsView linkUp={linkUp} />}
         {view === 'settings' && <SettingsView />}
       </main>
