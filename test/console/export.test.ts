@@ -144,6 +144,12 @@ describe('fleet.export and audit.export', () => {
     expect(file.split('\r\n')[0]).toBe(AUDIT_COLUMNS.join(','));
     expect(out.records[0]).toContain('"line one\\u000Aline two, ""quoted"""');
     expect(out.records[0]).toContain(',b_test,');
+    const byBatch = await service.handle(
+      'audit.export',
+      methods['audit.export'].params.parse({ connectionId: id, format: 'json', search: 'B_TEST' }),
+      viewer,
+    );
+    expect(byBatch.records.map((r) => JSON.parse(r).batchId)).toEqual(['b_test']);
     const json = await service.handle(
       'audit.export',
       methods['audit.export'].params.parse({ connectionId: id, format: 'json', search: 'nobody' }),
