@@ -59,7 +59,8 @@ export function AuditView() {
           {entries.length === 0 ? 'No operator action recorded yet.' : 'No audit entry matches this filter.'}
         </p>
       ) : (
-        <div className="scroll">
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a region that scrolls takes focus, so the keyboard can scroll it
+        <section className="scroll" aria-label="Audit entries" tabIndex={0}>
           <table className="plain">
             <caption className="sr-only">Operator actions, newest first</caption>
             <thead>
@@ -93,7 +94,7 @@ export function AuditView() {
               ))}
             </tbody>
           </table>
-        </div>
+        </section>
       )}
     </div>
   );

@@ -1,0 +1,378 @@
+/**
+ * Every screen of the console through axe-core, at 1400 and 800 px wide and in the dark colour
+ * scheme: zero violations, or the rule, its impact and the offending nodes. With
+ * WORKLEASE_SCREENSHOTS=1 (`npm run screenshots`) the same visits write docs/screenshots/.
+ *
+ * The screens are one table (SCREENS): a new screen is one entry, visited in every variant.
+ */
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RedisServer, startRedisServer } from '../src/chaos/servers.ts';
+import { openBackend } from '../src/index.ts';
+import type { LeaseBackend } from '../src/lease/types.ts';
+import {
+  type ConsoleUnderTest,
+  dropNamespace,
+  enc,
+  launchChromium,
+  type Namespace,
+  namespace,
+  openNamespace,
+  PG_URL,
+  startConsole,
+} from './harness.ts';
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const SHOTS = process.env.WORKLEASE_SCREENSHOTS === '1';
+const SHOT_DIR = fileURLToPath(new URL('../docs/screenshots', import.meta.url));
+const TTL = 10 * 60_000;
+const MAIN = 'prod-orders';
+
+/** What a screen's `open` gets: a signed-in page on the console (or, for `signedOut`, a bare one). */
+interface Ctx {
+  page: Page;
+  width: number;
+}
+
+interface Screen {
+  /** File-name stem and test name: `<name>-<width>-<scheme>.png`. */
+  name: string;
+  /** Opened on a page that has no console session (the sign-in screen). */
+  signedOut?: boolean;
+  /**
+   * Which screenshots it gets: every screen at 1400 px light and dark; 'narrow' adds 800 px light
+   * (where the layout differs most), 'none' takes none (a near twin of another screen's).
+   */
+  shots?: 'narrow' | 'none';
+  /** Brings the page to the screen and waits until its data has settled. */
+  open(ctx: Ctx): Promise<void>;
+}
+
+const tab = (page: Page, name: string) => page.getByRole('tab', { name: new RegExp(`^${name}`) });
+const row = (page: Page, workId: string) => page.getByRole('row', { name: new RegExp(`\\b${workId}\\b`) });
+const details = (page: Page) => page.getByRole('complementary', { name: 'Lease details' });
+const view = (page: Page, name: string) =>
+  page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name });
+
+async function fleetOf(page: Page, name: string): Promise<void> {
+  await tab(page, name).click({ timeout: 15_000 });
+}
+
+async function openLease(page: Page, workId: string): Promise<void> {
+  await fleetOf(page, MAIN);
+  await row(page, workId).first().click({ timeout: 15_000 });
+  await details(page).waitFor();
+}
+
+async function hasText(loc: Locator, text: string | RegExp, timeout = 15_000): Promise<void> {
+  await expect
+    .poll(() => loc.textContent().then((t) => t ?? ''), { timeout })
+    .toMatch(typeof text === 'string' ? new RegExp(text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')) : text);
+}
+
+/** Every screen the console has. Add one line (or a few) per new screen. */
+const SCREENS: Screen[] = [
+  {
+    name: 'fleet',
+    shots: 'narrow',
+    open: async ({ page }) => {
+      await fleetOf(page, MAIN);
+      await row(page, 'orders/text-1').waitFor({ timeout: 15_000 });
+    },
+  },
+  {
+    name: 'fleet-detail-text',
+    open: async ({ page }) => {
+      await openLease(page, 'orders/text-1');
+      await hasText(details(page).getByRole('region', { name: 'Checkpoint content' }), 'step 3 of 7');
+    },
+  },
+  {
+    name: 'fleet-detail-json',
+    shots: 'none',
+    open: async ({ page }) => {
+      await openLease(page, 'orders/json-1');
+      await hasText(details(page).getByRole('region', { name: 'Checkpoint content' }), 'sku');
+    },
+  },
+  {
+    name: 'fleet-detail-hex',
+    open: async ({ page }) => {
+      await openLease(page, 'orders/blob-1');
+      await hasText(
+        details(page).getByRole('region', { name: 'Checkpoint content' }),
+        '00000000  00 25 4a 6f',
+      );
+    },
+  },
+  {
+    name: 'force-release',
+    open: async ({ page }) => {
+      await openLease(page, 'orders/text-1');
+      await details(page).getByRole('button', { name: 'Force release' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Force release this lease?' });
+      await dialog.getByLabel('Reason').fill('worker wedged on a poison message');
+    },
+  },
+  {
+    name: 'audit',
+    shots: 'narrow',
+    open: async ({ page }) => {
+      await fleetOf(page, MAIN);
+      await view(page, 'Audit log').click();
+      await hasText(page.getByRole('table'), 'drained before the deploy');
+    },
+  },
+  {
+    name: 'activity',
+    open: async ({ page }) => {
+      await view(page, 'Activity').click();
+      await page.getByRole('img', { name: /Lease events/ }).waitFor({ timeout: 20_000 });
+    },
+  },
+  {
+    name: 'connections',
+    open: async ({ page }) => {
+      await view(page, 'Connections').click();
+      await hasText(page.getByRole('article', { name: MAIN }), 'live');
+      await hasText(page.getByRole('article', { name: 'staging-unmigrated' }), 'worklease migrate');
+    },
+  },
+  {
+    name: 'error-unmigrated',
+    open: async ({ page }) => {
+      await fleetOf(page, 'staging-unmigrated');
+      await page.locator('code.command').first().waitFor({ timeout: 20_000 });
+    },
+  },
+  {
+    name: 'error-no-such-db',
+    open: async ({ page }) => {
+      await fleetOf(page, 'dev-no-such-db');
+      await page.getByText('Unknown database').first().waitFor({ timeout: 20_000 });
+    },
+  },
+  {
+    name: 'stale-backend-down',
+    open: async ({ page }) => {
+      await fleetOf(page, 'cache-down');
+      await page.locator('.stale-note').waitFor({ timeout: 20_000 });
+      await row(page, 'jobs/down-0').waitFor();
+    },
+  },
+  {
+    name: 'sign-in',
+    signedOut: true,
+    open: async ({ page }) => {
+      await page.getByRole('form', { name: 'Sign in' }).waitFor({ timeout: 15_000 });
+    },
+  },
+];
+
+const VARIANTS = [
+  { width: 1400, scheme: 'light' },
+  { width: 800, scheme: 'light' },
+  { width: 1400, scheme: 'dark' },
+  { width: 800, scheme: 'dark' },
+] as const;
+/** Whether a visit writes a screenshot (see Screen.shots); the total stays under 3 MB. */
+const shotOf = (screen: Screen, v: (typeof VARIANTS)[number]) =>
+  screen.shots !== 'none' && (v.width === 1400 || (screen.shots === 'narrow' && v.scheme === 'light'));
+
+interface Violation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: Array<{ target: string; summary: string }>;
+}
+
+async function axe(page: Page): Promise<Violation[]> {
+  if (!(await page.evaluate('typeof window.axe !== "undefined"'))) {
+    // Evaluated, not added as a <script>: the console's Content-Security-Policy refuses inline scripts.
+    await page.evaluate(AXE_SOURCE);
+  }
+  // A string, not a function: this file is compiled without the DOM's types.
+  return page.evaluate<Violation[]>(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+    r.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n) => ({ target: n.target.join(' '), summary: n.failureSummary ?? '' })),
+    })))`);
+}
+
+function report(where: string, violations: Violation[]): string {
+  return violations
+    .map(
+      (v) =>
+        `${where}: ${v.id} (${v.impact}) ${v.help}\n${v.nodes
+          .map((n) => `    ${n.target}\n      ${n.summary.replace(/\n/g, '\n      ')}`)
+          .join('\n')}`,
+    )
+    .join('\n');
+}
+
+/** Screenshots that do not change from one run to the next for no reason: no caret, no animation. */
+const STEADY_CSS =
+  '*, *::before, *::after { caret-color: transparent !important; transition: none !important; animation: none !important; }';
+
+describe('every screen has zero axe-core violations (1400 px, 800 px, dark)', () => {
+  let ns: Namespace;
+  let backend: LeaseBackend;
+  let redis: RedisServer;
+  let consoleUt: ConsoleUnderTest;
+  let browser: Browser;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    ns = namespace('postgres', 'a11y');
+    backend = await openNamespace(ns);
+    const text = await backend.acquire('orders/text-1', 'worker-a', TTL);
+    await backend.checkpoint(text, enc.encode('step 3 of 7: 1,204 rows copied\n'), TTL);
+    const json = await backend.acquire('orders/json-1', 'worker-b', TTL);
+    await backend.checkpoint(
+      json,
+      enc.encode(JSON.stringify({ order: 42, lines: [{ sku: 'A-1', qty: 2 }], paid: true, note: 'rush' })),
+      TTL,
+    );
+    // Large and binary: the hex view scrolls.
+    const blob = await backend.acquire('orders/blob-1', 'worker-c', TTL);
+    await backend.checkpoint(
+      blob,
+      Uint8Array.from({ length: 6000 }, (_, i) => (i * 37) % 256),
+      TTL,
+    );
+    for (let i = 0; i < 14; i++)
+      await backend.acquire(`batch/${String(i).padStart(3, '0')}`, `worker-${i % 4}`, TTL);
+    const done = await backend.acquire('batch/done', 'worker-z', TTL);
+    await backend.release(done);
+    for (const [workId, operator, reason] of [
+      ['orders/drained-1', 'alice', 'drained before the deploy'],
+      ['orders/wedged-1', 'bob', 'holder wedged on a poison message, INC-2291'],
+      ['orders/wedged-2', 'bob', 'same incident, second shard'],
+    ] as const) {
+      const r = await backend.acquire(workId, 'worker-d', TTL);
+      await backend.admin.forceRelease(workId, { expectedToken: r.fencingToken, operator, reason });
+    }
+
+    // A backend that goes away: its connection shows the stale state.
+    redis = await startRedisServer();
+    const down = await openBackend(`redis://127.0.0.1:${redis.port}`, { keyPrefix: 'a11y', migrate: true });
+    for (let i = 0; i < 3; i++) await down.acquire(`jobs/down-${i}`, `holder-${i}`, TTL);
+    await down.close();
+
+    const noDb = new URL(PG_URL);
+    noDb.pathname = '/e2e_a11y_no_such_db';
+    consoleUt = await startConsole([
+      { name: MAIN, url: ns.consoleUrl, environment: 'prod' },
+      {
+        name: 'staging-unmigrated',
+        url: `${PG_URL}?schema=${ns.options.schema}_missing`,
+        environment: 'staging',
+      },
+      { name: 'dev-no-such-db', url: noDb.toString(), environment: 'dev' },
+      { name: 'cache-down', url: `redis://127.0.0.1:${redis.port}?keyPrefix=a11y`, environment: 'prod' },
+    ]);
+    const [main, , , cache] = consoleUt.service.connections();
+    await consoleUt.service.waitLive(main!.id, 20_000);
+    await consoleUt.service.waitLive(cache!.id, 20_000);
+    await redis.kill();
+    browser = await launchChromium();
+    if (SHOTS) mkdirSync(SHOT_DIR, { recursive: true });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await consoleUt?.close();
+    await redis?.stop();
+    await backend?.close();
+    if (ns !== undefined) await dropNamespace(ns);
+  });
+
+  it('activity: the window fits the data, ticks are clock times, the choice is remembered', async () => {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    try {
+      await page.goto(consoleUt.server.url);
+      await view(page, 'Activity').click();
+      const chart = page.getByRole('img', { name: /Lease events/ });
+      await chart.waitFor({ timeout: 20_000 });
+      // Everything happened in the last minutes: the smallest window, not an hour with the data at its edge.
+      const window = page.getByRole('group', { name: 'Window' });
+      expect(await window.getByRole('radio', { name: '15 min' }).isChecked()).toBe(true);
+      await page.getByRole('heading', { name: 'Lease events, last 15 min' }).waitFor();
+      const ticks = async () =>
+        (await chart.locator('text.axis').allTextContents()).filter((t) => /^\d\d:\d\d$/.test(t));
+      const quarter = await ticks();
+      expect(quarter.length).toBeGreaterThanOrEqual(7);
+      // Two-minute steps on round clock minutes.
+      for (const t of quarter) expect(Number(t.slice(3)) % 2).toBe(0);
+      expect(await chart.locator('text.unit').textContent()).toBe('events / min');
+      expect(await chart.getAttribute('aria-label')).toMatch(
+        /Acquires \d+, Takeovers \d+, Releases \d+, Force releases 3/,
+      );
+
+      await window.getByText('24 h').click();
+      await page.getByRole('heading', { name: 'Lease events, last 24 h' }).waitFor();
+      await expect.poll(() => chart.locator('text.unit').textContent()).toBe('events / 10 min');
+      const day = await ticks();
+      expect(day.length).toBeGreaterThanOrEqual(8);
+      for (const t of day) expect([t.slice(3), Number(t.slice(0, 2)) % 3]).toEqual(['00', 0]);
+
+      await page.reload();
+      await view(page, 'Activity').click();
+      await page.getByRole('heading', { name: 'Lease events, last 24 h' }).waitFor({ timeout: 20_000 });
+      expect(await page.getByRole('radio', { name: '24 h' }).isChecked()).toBe(true);
+      // The holders' numbers say what they count.
+      await hasText(page.getByRole('region', { name: 'Busiest holders' }), 'Leases per holder now');
+      expect(await page.getByRole('columnheader', { name: 'Leases' }).count()).toBe(1);
+    } finally {
+      await page.close();
+    }
+  });
+
+  for (const v of VARIANTS) {
+    for (const screen of SCREENS) {
+      const where = `${screen.name}-${v.width}-${v.scheme}`;
+      it(where, async () => {
+        const context = await browser.newContext({
+          viewport: { width: v.width, height: 900 },
+          colorScheme: v.scheme,
+        });
+        try {
+          const page = await context.newPage();
+          page.on('pageerror', (e) => pageErrors.push(`${where}: ${e.message}`));
+          const origin = new URL(consoleUt.server.url).origin;
+          await page.goto(screen.signedOut === true ? `${origin}/` : consoleUt.server.url);
+          await page.emulateMedia({ colorScheme: v.scheme });
+          await screen.open({ page, width: v.width });
+          const violations = await axe(page);
+          if (violations.length > 0) console.error(report(where, violations));
+          expect(
+            violations.map((x) => `${x.id} (${x.impact}): ${x.nodes.map((n) => n.target).join(', ')}`),
+          ).toEqual([]);
+          if (SHOTS && shotOf(screen, v)) {
+            // A constructed sheet: the console's CSP refuses inline <style>.
+            await page.evaluate(`{
+              const sheet = new CSSStyleSheet();
+              sheet.replaceSync(${JSON.stringify(STEADY_CSS)});
+              document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+            }`);
+            // Let pending renders and the one-second tickers land before the picture.
+            await page.waitForTimeout(300);
+            await page.screenshot({
+              path: `${SHOT_DIR}/${where}.png`,
+              animations: 'disabled',
+              caret: 'hide',
+            });
+          }
+          expect(pageErrors).toEqual([]);
+        } finally {
+          await context.close();
+        }
+      });
+    }
+  }
+});
