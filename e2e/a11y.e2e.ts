@@ -31,24 +31,21 @@ const SHOT_DIR = fileURLToPath(new URL('../docs/screenshots', import.meta.url));
 const TTL = 10 * 60_000;
 const MAIN = 'prod-orders';
 
-/** What a screen's `open` gets: a signed-in page on the console (or, for `signedOut`, a bare one). */
-interface Ctx {
-  page: Page;
-  width: number;
-}
-
 interface Screen {
   /** File-name stem and test name: `<name>-<width>-<scheme>.png`. */
   name: string;
   /** Opened on a page that has no console session (the sign-in screen). */
   signedOut?: boolean;
+  /** A path to open once signed in (a route of its own), instead of the console's start page. */
+  path?: string;
   /**
    * Which screenshots it gets: every screen at 1400 px light and dark; 'narrow' adds 800 px light
-   * (where the layout differs most), 'none' takes none (a near twin of another screen's).
+   * (where the layout differs most), 'none' takes none (a near twin of another screen's: the
+   * pictures stay under about 3 MB together).
    */
   shots?: 'narrow' | 'none';
   /** Brings the page to the screen and waits until its data has settled. */
-  open(ctx: Ctx): Promise<void>;
+  open(page: Page): Promise<void>;
 }
 
 const tab = (page: Page, name: string) => page.getByRole('tab', { name: new RegExp(`^${name}`) });
@@ -57,119 +54,63 @@ const details = (page: Page) => page.getByRole('complementary', { name: 'Lease d
 const view = (page: Page, name: string) =>
   page.getByRole('navigation', { name: 'Views' }).getByRole('button', { name });
 
-async function fleetOf(page: Page, name: string): Promise<void> {
-  await tab(page, name).click({ timeout: 15_000 });
+async function hasText(loc: Locator, text: string, timeout = 15_000): Promise<void> {
+  await expect.poll(() => loc.textContent().then((t) => t ?? ''), { timeout }).toContain(text);
 }
 
-async function openLease(page: Page, workId: string): Promise<void> {
-  await fleetOf(page, MAIN);
-  await row(page, workId).first().click({ timeout: 15_000 });
-  await details(page).waitFor();
+/** A connection's fleet tab, then (if given) waits for `until` to show, and for `text` in it. */
+async function inFleet(page: Page, connection: string, until?: Locator, text?: string): Promise<void> {
+  await tab(page, connection).click({ timeout: 15_000 });
+  if (until !== undefined) await until.first().waitFor({ timeout: 20_000 });
+  if (until !== undefined && text !== undefined) await hasText(until.first(), text);
 }
 
-async function hasText(loc: Locator, text: string | RegExp, timeout = 15_000): Promise<void> {
-  await expect
-    .poll(() => loc.textContent().then((t) => t ?? ''), { timeout })
-    .toMatch(typeof text === 'string' ? new RegExp(text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')) : text);
+/** A view of the navigation, then waits for `until` to show, and for `text` in it. */
+async function inView(page: Page, name: string, until: Locator, text?: string): Promise<void> {
+  await view(page, name).click();
+  await until.first().waitFor({ timeout: 20_000 });
+  if (text !== undefined) await hasText(until.first(), text);
 }
 
-/** Every screen the console has. Add one line (or a few) per new screen. */
+/** A lease of the main connection in the detail pane, its checkpoint showing `text`. */
+async function withLease(page: Page, workId: string, text: string): Promise<void> {
+  await inFleet(page, MAIN, row(page, workId));
+  await row(page, workId).first().click();
+  await hasText(details(page).getByRole('region', { name: 'Checkpoint content' }), text);
+}
+
+async function forceReleaseDialog(page: Page): Promise<void> {
+  await withLease(page, 'orders/text-1', 'step 3 of 7');
+  await details(page).getByRole('button', { name: 'Force release' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Force release this lease?' });
+  await dialog.getByLabel('Reason').fill('worker wedged on a poison message');
+}
+
+/** The activity of the main connection (the read-only one reads the same backend: "All" counts it twice). */
+async function activity(page: Page): Promise<void> {
+  await inView(page, 'Activity', page.getByRole('img', { name: /Lease events/ }));
+  await page.getByLabel('Connection', { exact: true }).selectOption({ label: `${MAIN} (prod)` });
+  await page.getByRole('img', { name: /Force releases 3$/ }).waitFor({ timeout: 20_000 });
+}
+
+/** Every screen the console has, one line each. */
+// biome-ignore format: one screen per line
 const SCREENS: Screen[] = [
-  {
-    name: 'fleet',
-    shots: 'narrow',
-    open: async ({ page }) => {
-      await fleetOf(page, MAIN);
-      await row(page, 'orders/text-1').waitFor({ timeout: 15_000 });
-    },
-  },
-  {
-    name: 'fleet-detail-text',
-    open: async ({ page }) => {
-      await openLease(page, 'orders/text-1');
-      await hasText(details(page).getByRole('region', { name: 'Checkpoint content' }), 'step 3 of 7');
-    },
-  },
-  {
-    name: 'fleet-detail-json',
-    shots: 'none',
-    open: async ({ page }) => {
-      await openLease(page, 'orders/json-1');
-      await hasText(details(page).getByRole('region', { name: 'Checkpoint content' }), 'sku');
-    },
-  },
-  {
-    name: 'fleet-detail-hex',
-    open: async ({ page }) => {
-      await openLease(page, 'orders/blob-1');
-      await hasText(
-        details(page).getByRole('region', { name: 'Checkpoint content' }),
-        '00000000  00 25 4a 6f',
-      );
-    },
-  },
-  {
-    name: 'force-release',
-    open: async ({ page }) => {
-      await openLease(page, 'orders/text-1');
-      await details(page).getByRole('button', { name: 'Force release' }).click();
-      const dialog = page.getByRole('dialog', { name: 'Force release this lease?' });
-      await dialog.getByLabel('Reason').fill('worker wedged on a poison message');
-    },
-  },
-  {
-    name: 'audit',
-    shots: 'narrow',
-    open: async ({ page }) => {
-      await fleetOf(page, MAIN);
-      await view(page, 'Audit log').click();
-      await hasText(page.getByRole('table'), 'drained before the deploy');
-    },
-  },
-  {
-    name: 'activity',
-    open: async ({ page }) => {
-      await view(page, 'Activity').click();
-      await page.getByRole('img', { name: /Lease events/ }).waitFor({ timeout: 20_000 });
-    },
-  },
-  {
-    name: 'connections',
-    open: async ({ page }) => {
-      await view(page, 'Connections').click();
-      await hasText(page.getByRole('article', { name: MAIN }), 'live');
-      await hasText(page.getByRole('article', { name: 'staging-unmigrated' }), 'worklease migrate');
-    },
-  },
-  {
-    name: 'error-unmigrated',
-    open: async ({ page }) => {
-      await fleetOf(page, 'staging-unmigrated');
-      await page.locator('code.command').first().waitFor({ timeout: 20_000 });
-    },
-  },
-  {
-    name: 'error-no-such-db',
-    open: async ({ page }) => {
-      await fleetOf(page, 'dev-no-such-db');
-      await page.getByText('Unknown database').first().waitFor({ timeout: 20_000 });
-    },
-  },
-  {
-    name: 'stale-backend-down',
-    open: async ({ page }) => {
-      await fleetOf(page, 'cache-down');
-      await page.locator('.stale-note').waitFor({ timeout: 20_000 });
-      await row(page, 'jobs/down-0').waitFor();
-    },
-  },
-  {
-    name: 'sign-in',
-    signedOut: true,
-    open: async ({ page }) => {
-      await page.getByRole('form', { name: 'Sign in' }).waitFor({ timeout: 15_000 });
-    },
-  },
+  { name: 'fleet', shots: 'narrow', open: (p) => inFleet(p, MAIN, row(p, 'orders/text-1')) },
+  { name: 'fleet-detail-text', open: (p) => withLease(p, 'orders/text-1', 'step 3 of 7') },
+  { name: 'fleet-detail-json', shots: 'none', open: (p) => withLease(p, 'orders/json-1', 'sku') },
+  { name: 'fleet-detail-hex', open: (p) => withLease(p, 'orders/blob-1', '00000000  00 25 4a 6f') },
+  { name: 'fleet-detail-read-only', shots: 'none', open: (p) => inFleet(p, 'audit-readonly', row(p, 'orders/text-1')).then(() => row(p, 'orders/text-1').click()).then(() => hasText(details(p), 'This connection is read-only')) },
+  { name: 'force-release', open: forceReleaseDialog },
+  { name: 'audit', open: (p) => inView(p, 'Audit log', p.getByRole('table'), 'drained before the deploy') },
+  { name: 'activity', open: activity },
+  { name: 'activity-numbers', shots: 'none', open: (p) => activity(p).then(() => p.getByText('Show the numbers').click()) },
+  { name: 'connection-form', open: (p) => inView(p, 'Connections', p.getByRole('button', { name: 'Add connection' })).then(() => p.getByRole('button', { name: 'Add connection' }).click()).then(() => p.getByRole('form', { name: 'New connection' }).waitFor()) },
+  { name: 'connections', shots: 'none', open: (p) => inView(p, 'Connections', p.getByRole('article', { name: 'staging-unmigrated' }), 'worklease migrate') },
+  { name: 'error-unmigrated', open: (p) => inFleet(p, 'staging-unmigrated', p.locator('code.command'), '--schema') },
+  { name: 'error-no-such-db', open: (p) => inFleet(p, 'dev-no-such-db', p.getByText('Unknown database')) },
+  { name: 'stale-backend-down', open: (p) => inFleet(p, 'cache-down', p.locator('.stale-note'), 'as of') },
+  { name: 'sign-in', signedOut: true, open: (p) => p.getByRole('form', { name: 'Sign in' }).waitFor({ timeout: 15_000 }) },
 ];
 
 const VARIANTS = [
@@ -266,17 +207,21 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, dark)', ()
 
     const noDb = new URL(PG_URL);
     noDb.pathname = '/e2e_a11y_no_such_db';
-    consoleUt = await startConsole([
-      { name: MAIN, url: ns.consoleUrl, environment: 'prod' },
-      {
-        name: 'staging-unmigrated',
-        url: `${PG_URL}?schema=${ns.options.schema}_missing`,
-        environment: 'staging',
-      },
-      { name: 'dev-no-such-db', url: noDb.toString(), environment: 'dev' },
-      { name: 'cache-down', url: `redis://127.0.0.1:${redis.port}?keyPrefix=a11y`, environment: 'prod' },
-    ]);
-    const [main, , , cache] = consoleUt.service.connections();
+    consoleUt = await startConsole(
+      [
+        { name: MAIN, url: ns.consoleUrl, environment: 'prod' },
+        { name: 'audit-readonly', url: ns.consoleUrl, readOnly: true, environment: 'prod' },
+        {
+          name: 'staging-unmigrated',
+          url: `${PG_URL}?schema=${ns.options.schema}_missing`,
+          environment: 'staging',
+        },
+        { name: 'dev-no-such-db', url: noDb.toString(), environment: 'dev' },
+        { name: 'cache-down', url: `redis://127.0.0.1:${redis.port}?keyPrefix=a11y`, environment: 'prod' },
+      ],
+      { profilesEditable: true },
+    );
+    const [main, , , , cache] = consoleUt.service.connections();
     await consoleUt.service.waitLive(main!.id, 20_000);
     await consoleUt.service.waitLive(cache!.id, 20_000);
     await redis.kill();
@@ -299,6 +244,8 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, dark)', ()
       await view(page, 'Activity').click();
       const chart = page.getByRole('img', { name: /Lease events/ });
       await chart.waitFor({ timeout: 20_000 });
+      // One connection (the read-only one reads the same backend: "All connections" would count it twice).
+      await page.getByLabel('Connection', { exact: true }).selectOption({ label: `${MAIN} (prod)` });
       // Everything happened in the last minutes: the smallest window, not an hour with the data at its edge.
       const window = page.getByRole('group', { name: 'Window' });
       expect(await window.getByRole('radio', { name: '15 min' }).isChecked()).toBe(true);
@@ -310,9 +257,9 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, dark)', ()
       // Two-minute steps on round clock minutes.
       for (const t of quarter) expect(Number(t.slice(3)) % 2).toBe(0);
       expect(await chart.locator('text.unit').textContent()).toBe('events / min');
-      expect(await chart.getAttribute('aria-label')).toMatch(
-        /Acquires \d+, Takeovers \d+, Releases \d+, Force releases 3/,
-      );
+      await expect
+        .poll(() => chart.getAttribute('aria-label'))
+        .toMatch(/Acquires \d+, Takeovers \d+, Releases \d+, Force releases 3/);
 
       await window.getByText('24 h').click();
       await page.getByRole('heading', { name: 'Lease events, last 24 h' }).waitFor();
@@ -346,8 +293,13 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, dark)', ()
           page.on('pageerror', (e) => pageErrors.push(`${where}: ${e.message}`));
           const origin = new URL(consoleUt.server.url).origin;
           await page.goto(screen.signedOut === true ? `${origin}/` : consoleUt.server.url);
+          if (screen.path !== undefined) {
+            // Signed in by the first visit (its session cookie); now the screen's own route.
+            await page.getByRole('navigation', { name: 'Views' }).waitFor({ timeout: 15_000 });
+            await page.goto(new URL(screen.path, origin).href);
+          }
           await page.emulateMedia({ colorScheme: v.scheme });
-          await screen.open({ page, width: v.width });
+          await screen.open(page);
           const violations = await axe(page);
           if (violations.length > 0) console.error(report(where, violations));
           expect(
