@@ -16,14 +16,15 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { buildLibraryJs } from '../scripts/build.ts';
+import { benchArgs, intArg } from './args.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const { values: args } = parseArgs({
-  options: { rounds: { type: 'string', default: '20' }, checkout: { type: 'boolean', default: false } },
+const args = benchArgs(import.meta.filename, {
+  rounds: { type: 'string', default: '20' },
+  checkout: { type: 'boolean', default: false },
 });
-const rounds = Number(args.rounds);
+const rounds = intArg(import.meta.filename, 'rounds', args.rounds);
 if (!Number.isInteger(rounds) || rounds < 3) throw new Error('--rounds must be an integer ≥ 3');
 
 const cli = path.join(ROOT, 'dist', 'cli.js');

@@ -20,7 +20,6 @@
  *        [--rate 1000] [--seconds 10] [--idle-seconds 10] [--pg <server url>] [--redis <url>]
  */
 import { randomBytes } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { WebSocket } from 'ws';
@@ -36,25 +35,24 @@ import {
   openBackend,
 } from '../src/index.ts';
 import { startWebServer } from '../src/server/http.ts';
+import { benchArgs, intArg } from './args.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    backends: { type: 'string', default: 'postgres,redis' },
-    leases: { type: 'string', default: '100000' },
-    rate: { type: 'string', default: '1000' },
-    seconds: { type: 'string', default: '10' },
-    'idle-seconds': { type: 'string', default: '10' },
-    pg: {
-      type: 'string',
-      default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
-    },
-    redis: { type: 'string', default: process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' },
+const args = benchArgs(import.meta.filename, {
+  backends: { type: 'string', default: 'postgres,redis' },
+  leases: { type: 'string', default: '100000' },
+  rate: { type: 'string', default: '1000' },
+  seconds: { type: 'string', default: '10' },
+  'idle-seconds': { type: 'string', default: '10' },
+  pg: {
+    type: 'string',
+    default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
   },
+  redis: { type: 'string', default: process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' },
 });
-const LEASES = Number(args.leases);
-const RATE = Number(args.rate);
-const SECONDS = Number(args.seconds);
-const IDLE_SECONDS = Number(args['idle-seconds']);
+const LEASES = intArg(import.meta.filename, 'leases', args.leases);
+const RATE = intArg(import.meta.filename, 'rate', args.rate);
+const SECONDS = intArg(import.meta.filename, 'seconds', args.seconds);
+const IDLE_SECONDS = intArg(import.meta.filename, 'idle-seconds', args['idle-seconds']);
 const TTL_MS = 3_600_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -10,23 +10,21 @@
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import { claim, openBackend } from '../src/index.ts';
+import { benchArgs, intArg } from './args.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    backends: { type: 'string', default: 'postgres,redis,pglite' },
-    waiters: { type: 'string', default: '50' },
-    handoffs: { type: 'string', default: '200' },
-    pg: {
-      type: 'string',
-      default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
-    },
-    redis: { type: 'string', default: process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' },
+const args = benchArgs(import.meta.filename, {
+  backends: { type: 'string', default: 'postgres,redis,pglite' },
+  waiters: { type: 'string', default: '50' },
+  handoffs: { type: 'string', default: '200' },
+  pg: {
+    type: 'string',
+    default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
   },
+  redis: { type: 'string', default: process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' },
 });
-const WAITERS = Number(args.waiters);
-const HANDOFFS = Number(args.handoffs);
+const WAITERS = intArg(import.meta.filename, 'waiters', args.waiters);
+const HANDOFFS = intArg(import.meta.filename, 'handoffs', args.handoffs);
 
 async function run(kind: string): Promise<void> {
   const ns = `handoff_${randomBytes(4).toString('hex')}`;

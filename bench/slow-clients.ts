@@ -22,24 +22,22 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { connect, createServer, type Socket } from 'node:net';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { type LeaseRecord, openBackend } from '../src/index.ts';
+import { benchArgs, intArg } from './args.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    clients: { type: 'string', default: '100' },
-    rate: { type: 'string', default: '1000' },
-    'stall-seconds': { type: 'string', default: '40' },
-    pg: {
-      type: 'string',
-      default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
-    },
+const args = benchArgs(import.meta.filename, {
+  clients: { type: 'string', default: '100' },
+  rate: { type: 'string', default: '1000' },
+  'stall-seconds': { type: 'string', default: '40' },
+  pg: {
+    type: 'string',
+    default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
   },
 });
-const CLIENTS = Number(args.clients);
-const RATE = Number(args.rate);
-const STALL_S = Number(args['stall-seconds']);
+const CLIENTS = intArg(import.meta.filename, 'clients', args.clients);
+const RATE = intArg(import.meta.filename, 'rate', args.rate);
+const STALL_S = intArg(import.meta.filename, 'stall-seconds', args['stall-seconds']);
 const PG_URL = args.pg;
 const BIN = fileURLToPath(new URL('../bin/worklease', import.meta.url));
 

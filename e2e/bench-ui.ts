@@ -19,9 +19,9 @@
  * Usage: npm run bench:ui -- [--leases 100000] [--rate 2000] [--seconds 60] [--long]  (--long = 5 minutes)
  *        [--profile] [--trace [--trace-for S]] [--at S] [--no-build] [--no-minify]  (--no-minify: readable names in --profile)
  */
-import { parseArgs } from 'node:util';
 import type { Browser, CDPSession, Page } from 'playwright-core';
 import { build } from 'vite';
+import { benchArgs, intArg } from '../bench/args.ts';
 import {
   type ConnectionInfo,
   type ConsoleEvent,
@@ -35,23 +35,21 @@ import { NotFoundError } from '../src/lease/errors.ts';
 import { startWebServer } from '../src/server/index.ts';
 import { launchChromium, STATIC_DIR } from './harness.ts';
 
-const { values: args } = parseArgs({
-  options: {
-    leases: { type: 'string', default: '100000' },
-    rate: { type: 'string', default: '2000' },
-    seconds: { type: 'string', default: '60' },
-    long: { type: 'boolean', default: false },
-    'no-build': { type: 'boolean', default: false },
-    profile: { type: 'boolean', default: false },
-    trace: { type: 'boolean', default: false },
-    at: { type: 'string', default: '0' },
-    'trace-for': { type: 'string', default: '5' },
-    'no-minify': { type: 'boolean', default: false },
-  },
+const args = benchArgs(import.meta.filename, {
+  leases: { type: 'string', default: '100000' },
+  rate: { type: 'string', default: '2000' },
+  seconds: { type: 'string', default: '60' },
+  long: { type: 'boolean', default: false },
+  'no-build': { type: 'boolean', default: false },
+  profile: { type: 'boolean', default: false },
+  trace: { type: 'boolean', default: false },
+  at: { type: 'string', default: '0' },
+  'trace-for': { type: 'string', default: '5' },
+  'no-minify': { type: 'boolean', default: false },
 });
-const LEASES = Number(args.leases);
-const RATE = Number(args.rate);
-const SECONDS = args.long ? 300 : Number(args.seconds);
+const LEASES = intArg(import.meta.filename, 'leases', args.leases);
+const RATE = intArg(import.meta.filename, 'rate', args.rate);
+const SECONDS = args.long ? 300 : intArg(import.meta.filename, 'seconds', args.seconds);
 const TICK_MS = 50;
 const SAMPLE_MS = SECONDS >= 120 ? 30_000 : 10_000;
 const CONN_ID = 'bench';
@@ -250,7 +248,7 @@ interface TraceEvent {
  * the rendering work into "(program)".
  */
 async function trace(browser: Browser, page: Page): Promise<void> {
-  const secs = Number(args['trace-for']);
+  const secs = intArg(import.meta.filename, 'trace-for', args['trace-for']);
   await startTrace(browser, page);
   await new Promise((r) => setTimeout(r, secs * 1000));
   await reportTrace(browser, `over ${secs} s`);
@@ -374,7 +372,7 @@ async function main(): Promise<void> {
   console.log(`worklease renderer bench: ${LEASES.toLocaleString()} leases, ${RATE} changes/s, ${SECONDS} s`);
   const t0 = Date.now();
   // --trace --at 0 also traces the load: page start, snapshot pages, first render.
-  const traceLoad = args.trace && Number(args.at) === 0;
+  const traceLoad = args.trace && intArg(import.meta.filename, 'at', args.at, 0) === 0;
   if (traceLoad) await startTrace(browser, page);
   // First rows: the first work id on screen (a renderer that shows pages as they arrive shows it
   // before the rest). Whole snapshot: the header counts every lease ("100,000 leases…").
@@ -420,7 +418,8 @@ async function main(): Promise<void> {
   })();
 
   // --at N: profile/trace N seconds into the run instead of at once (does something build up?).
-  if (args.profile || args.trace) await new Promise((r) => setTimeout(r, Number(args.at) * 1000));
+  if (args.profile || args.trace)
+    await new Promise((r) => setTimeout(r, intArg(import.meta.filename, 'at', args.at, 0) * 1000));
   if (args.profile) await profile(cdp);
   if (args.trace) await trace(browser, page);
   console.log('\n  t (s)  long tasks  total ms  max ms   fps   heap MiB');

@@ -4,6 +4,7 @@ import { ActivityView } from '../features/activity/ActivityView.tsx';
 import { AuditView } from '../features/audit/AuditView.tsx';
 import { ConnectionsView } from '../features/connections/ConnectionsView.tsx';
 import { FleetView, type Selection } from '../features/fleet/FleetView.tsx';
+import { GroupsView } from '../features/groups/GroupsView.tsx';
 import { NotificationToggle, useStuckNotifications } from '../features/notifications/StuckNotifications.tsx';
 import { useServices } from './context.tsx';
 import { useTransportState } from './freshness.ts';
@@ -15,6 +16,7 @@ const VIEWS = [
   { id: 'fleet', label: 'Fleet' },
   { id: 'audit', label: 'Audit log' },
   { id: 'activity', label: 'Activity' },
+  { id: 'groups', label: 'Groups' },
   { id: 'connections', label: 'Connections' },
 ] as const;
 type ViewId = (typeof VIEWS)[number]['id'];
@@ -111,6 +113,7 @@ function Console() {
         </div>
         {view === 'audit' && <AuditView />}
         {view === 'activity' && <ActivityView />}
+        {view === 'groups' && <GroupsView />}
         {view === 'connections' && <ConnectionsView linkUp={linkUp} />}
       </main>
     </div>

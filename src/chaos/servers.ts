@@ -102,7 +102,21 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       ],
       { stdio: 'ignore' },
     );
-    await waitPing(port);
+    const c = child;
+    // A server that exits at start (port taken, bad argument) fails the launch at once, and one
+    // that never answers is killed: a failed launch leaves no process behind.
+    const exited = new Promise<never>((_, reject) =>
+      c.once('exit', (code, signal) =>
+        reject(new Error(`redis-server on 127.0.0.1:${port} exited at start (${signal ?? `code ${code}`})`)),
+      ),
+    );
+    exited.catch(() => {});
+    try {
+      await Promise.race([waitPing(port), exited]);
+    } catch (err) {
+      await kill();
+      throw err;
+    }
   };
   const kill = async (): Promise<void> => {
     const c = child;
@@ -113,7 +127,12 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
     c.kill('SIGKILL');
     await exited;
   };
-  await launch();
+  try {
+    await launch();
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     get port() {
       return port;

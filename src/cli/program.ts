@@ -8,6 +8,7 @@ import { Command, Option } from 'commander';
 import { URL_OPTIONS } from '../backends/url.ts';
 import { packageVersion } from '../version.ts';
 import { auditCommand, parseTimeBound } from './commands/audit.ts';
+import { groupsCommand } from './commands/groups.ts';
 import { lsCommand } from './commands/ls.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { parseDuration, pruneCommand } from './commands/prune.ts';
@@ -176,6 +177,18 @@ export function buildProgram(): Command {
     );
 
   program
+    .command('groups')
+    .description('the consumer groups of joinGroup: members, what each holds, whether balanced')
+    .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
+    .option('--group <name>', 'only this group')
+    .option('--json', 'print a JSON array (times as ISO 8601)')
+    .addHelpText(
+      'after',
+      examples(['worklease groups $URL', 'worklease groups $URL --group ingest --json | jq .']),
+    )
+    .action((url: string | undefined, opts, cmd: Command) => groupsCommand(url, opts, globalsOf(cmd)));
+
+  program
     .command('audit')
     .description('the audit log of admin actions (force-releases), newest first')
     .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
@@ -287,6 +300,12 @@ export function buildProgram(): Command {
     .option('--ttl <ms>', 'lease ttl of every claim', parsePositiveInt, 10_000)
     .option('--tick <ms>', 'time between two steps of one worker', parsePositiveInt, 1000)
     .option('--stuck-after <ms>', 'console threshold for stuck leases', parsePositiveInt, 20_000)
+    .option(
+      '--group-members <n>',
+      'members of a demo consumer group sharing 9 partitions, 0..20 (0: no group)',
+      parseNonNegativeInt,
+      3,
+    )
     .option('--no-serve', 'run the fleet only, without the console')
     .option('--host <host>', 'console address to bind', '127.0.0.1')
     .option('--port <port>', 'console port, 0..65535 (0 picks a free one)', parsePort, 7420)

@@ -11,6 +11,7 @@ import type { ProfileStore } from '../console/profiles.ts';
 import { type ConsoleService, createConsoleService } from '../console/service.ts';
 import type { LeaseBackend } from '../lease/types.ts';
 import { type DemoFleet, type DemoFleetOptions, startDemoFleet } from './fleet.ts';
+import { type DemoGroup, type DemoGroupOptions, startDemoGroup } from './group.ts';
 
 export interface DemoConsoleOptions {
   /** The connection's name in the console. */
@@ -20,6 +21,8 @@ export interface DemoConsoleOptions {
   /** The console's stuck threshold for this connection, ms. */
   stuckAfterMs: number;
   fleet: DemoFleetOptions;
+  /** A consumer group beside the fleet (see group.ts); omitted: none. */
+  group?: DemoGroupOptions;
   /** Saved profiles to open beside the demo connection. Default none. */
   profiles?: ProfileStore;
   /** Served to a browser (`worklease demo`): the shared-console rules. Default: the desktop's local user. */
@@ -36,6 +39,14 @@ export interface DemoConsole {
 /** Starts the fleet on `backend` (which it then owns and closes) and a console service on the same backend. */
 export function startDemoConsole(backend: LeaseBackend, options: DemoConsoleOptions): DemoConsole {
   const fleet = startDemoFleet(backend, options.fleet);
+  const onError = options.fleet.onError ?? (() => {});
+  const group: Promise<DemoGroup | null> =
+    options.group === undefined
+      ? Promise.resolve(null)
+      : startDemoGroup(backend, { onError, ...options.group }).catch((err: unknown) => {
+          onError(err);
+          return null;
+        });
   // The service must see the fleet's database (a second pglite://memory open would be another,
   // empty one) and must not close it while the fleet is still writing.
   const shared: LeaseBackend = new Proxy(backend, {
@@ -61,6 +72,7 @@ export function startDemoConsole(backend: LeaseBackend, options: DemoConsoleOpti
     close() {
       closing ??= (async () => {
         await service.close().catch(() => {});
+        await (await group)?.stop();
         await fleet.stop();
         await backend.close().catch(() => {});
       })();

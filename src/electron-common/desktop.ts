@@ -56,6 +56,7 @@ export async function startDesktopConsole(options: DesktopConsoleOptions): Promi
       stuckForMs: DEMO_STUCK_AFTER_MS * 3,
       ...options.demoFleet,
     },
+    group: { members: 3, ttlMs: 10_000, tickMs: 1_000 },
     profiles,
   });
   return { service: demo.service, mode: 'demo', close: demo.close };

@@ -27,6 +27,7 @@ import type { Row, SqlClient, Statement, TextRow } from './client.ts';
 import { countStatement } from './count.ts';
 import { endedChannel } from './migrations.ts';
 import {
+  changeScanParams,
   decodeChangeCursor,
   decodeListCursor,
   encodeChangeCursor,
@@ -298,12 +299,7 @@ export class SqlLeaseDriver implements LeaseDriver {
    */
   async changes(cursor: string, limit: number): Promise<ChangeBatch> {
     const c = decodeChangeCursor(cursor);
-    const rows = await this.#client.queryText(this.#sql.changes, [
-      c.from.toString(),
-      (c.page?.afterXid ?? 0n).toString(),
-      c.page?.afterWorkId ?? '',
-      limit + 1,
-    ]);
+    const rows = await this.#client.queryText(this.#sql.changes, changeScanParams(c, limit));
     const first = rows[0];
     if (first === undefined) throw new InternalError('change query returned no row');
     const snapXmin = toBigInt(first[CHANGE_SNAP_XMIN], 'snap_xmin');

@@ -154,6 +154,19 @@ function xid(text: string): bigint {
   return v;
 }
 
+/**
+ * The parameters of the `changes` statement for a cursor: lower bound, keyset start, limit.
+ *
+ * The keyset start of a scan's first page is (from, ''), not (0, ''): both select the same rows
+ * (`change_xid >= from`, and no work id is empty), but a B-tree scan starts at the row
+ * comparison's bound, so with (0, '') an idle poll walked the whole change index from its
+ * left edge to return nothing — 386 index pages at 100 000 leases, 3 pages with (from, '').
+ * The poll now costs the same at any fleet size (test/backends/postgres.test.ts counts it).
+ */
+export function changeScanParams(c: ChangeCursor, limit: number): [string, string, string, number] {
+  return [c.from.toString(), (c.page?.afterXid ?? c.from).toString(), c.page?.afterWorkId ?? '', limit + 1];
+}
+
 export function encodeChangeCursor(c: ChangeCursor): string {
   const head = `pg1:${c.from}`;
   return c.page === null

@@ -48,6 +48,7 @@ export interface DemoOptions {
   ttl: number;
   tick: number;
   stuckAfter: number;
+  groupMembers: number;
   serve: boolean;
   host: string;
   port: number;
@@ -301,6 +302,7 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
       'worklease demo serves on loopback only; for a console others reach, use worklease serve with TLS',
     );
   }
+  if (options.groupMembers > 20) throw new InvalidArgumentError('--group-members must be 0..20');
   if (options.serve) await checkPortFree(options.host, options.port);
   if (parseBackendUrl(url).kind === 'pglite')
     warn(`starting ${redactUrl(url)} (embedded Postgres; this takes a few seconds)`);
@@ -310,6 +312,9 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
     url,
     stuckAfterMs: options.stuckAfter,
     ...(options.serve ? { shared: {} } : {}),
+    ...(options.groupMembers > 0
+      ? { group: { members: options.groupMembers, ttlMs: options.ttl, tickMs: options.tick } }
+      : {}),
     fleet: {
       workers: options.workers,
       items: options.items,
