@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, startRedisServer } from '../src/chaos/servers.ts';
+import { type DemoGroup, startDemoGroup } from '../src/demo/group.ts';
 import { openBackend } from '../src/index.ts';
 import type { LeaseBackend } from '../src/lease/types.ts';
 import {
@@ -106,6 +107,7 @@ const SCREENS: Screen[] = [
   { name: 'activity', open: activity },
   { name: 'activity-numbers', shots: 'none', open: (p) => activity(p).then(() => p.getByText('Show the numbers').click()) },
   { name: 'connection-form', open: (p) => inView(p, 'Connections', p.getByRole('button', { name: 'Add connection' })).then(() => p.getByRole('button', { name: 'Add connection' }).click()).then(() => p.getByRole('form', { name: 'New connection' }).waitFor()) },
+  { name: 'groups', open: (p) => inView(p, 'Groups', p.getByRole('region', { name: 'Group orders' }), 'balanced') },
   { name: 'connections', shots: 'none', open: (p) => inView(p, 'Connections', p.getByRole('article', { name: 'staging-unmigrated' }), 'worklease migrate') },
   { name: 'error-unmigrated', open: (p) => inFleet(p, 'staging-unmigrated', p.locator('code.command'), '--schema') },
   { name: 'error-no-such-db', open: (p) => inFleet(p, 'dev-no-such-db', p.getByText('Unknown database')) },
@@ -164,6 +166,7 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, dark)', ()
   let ns: Namespace;
   let backend: LeaseBackend;
   let redis: RedisServer;
+  let group: DemoGroup;
   let consoleUt: ConsoleUnderTest;
   let browser: Browser;
   const pageErrors: string[] = [];
@@ -199,6 +202,18 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, dark)', ()
       await backend.admin.forceRelease(workId, { expectedToken: r.fencingToken, operator, reason });
     }
 
+    // A consumer group of real members, for the Groups view.
+    group = await startDemoGroup(backend, {
+      group: 'orders',
+      members: 3,
+      partitions: 6,
+      ttlMs: 30_000,
+      tickMs: 1000,
+      cycleMs: 0,
+      prefix: 'groups/',
+      holderPrefix: 'consumer-',
+    });
+
     // A backend that goes away: its connection shows the stale state.
     redis = await startRedisServer();
     const down = await openBackend(`redis://127.0.0.1:${redis.port}`, { keyPrefix: 'a11y', migrate: true });
@@ -233,6 +248,7 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, dark)', ()
     await browser?.close();
     await consoleUt?.close();
     await redis?.stop();
+    await group?.stop();
     await backend?.close();
     if (ns !== undefined) await dropNamespace(ns);
   });
