@@ -72,7 +72,8 @@ export function AuditView({ route }: { route: Route }) {
           {entries.length === 0 ? 'No operator action recorded yet.' : 'No audit entry matches this filter.'}
         </p>
       ) : (
-        <div className="scroll">
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a region that scrolls takes focus, so the keyboard can scroll it
+        <section className="scroll" aria-label="Audit entries" tabIndex={0}>
           <table className="plain">
             <caption className="sr-only">Operator actions, newest first</caption>
             <thead>
@@ -118,7 +119,7 @@ export function AuditView({ route }: { route: Route }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </section>
       )}
     </div>
   );
