@@ -93,11 +93,14 @@ export function DetailPane({
   notOfferedRef.current = notOffered;
   const requestNotOfferedRef = useRef(requestNotOffered);
   requestNotOfferedRef.current = requestNotOffered;
+  const paneRef = useRef<HTMLElement>(null);
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if ((e.key !== 'f' && e.key !== 'r') || e.ctrlKey || e.metaKey || e.altKey) return;
       if (document.querySelector('dialog[open]') !== null) return;
       if (isTypingTarget(e.target)) return;
+      // The fleet stays mounted behind other views: its keys are not theirs.
+      if (paneRef.current?.closest('[hidden]') != null) return;
       e.preventDefault();
       const current = rowRef.current;
       if (e.key === 'r') {
@@ -145,7 +148,7 @@ export function DetailPane({
   };
 
   return (
-    <aside className="detail" aria-label="Lease details">
+    <aside className="detail" aria-label="Lease details" ref={paneRef}>
       <header className="detail-head">
         <h2>
           <span className="muted">Lease</span> <span className="mono">{row?.workId ?? '—'}</span>
