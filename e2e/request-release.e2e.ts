@@ -69,6 +69,8 @@ describe('request release from the console on postgres', () => {
     });
     page = await context.newPage();
     page.on('pageerror', (e) => pageErrors.push(e.message));
+    // Signed in by the shared token (a session cookie): every test opens addresses without it.
+    await page.goto(consoleUt.server.url);
   });
 
   afterAll(async () => {
@@ -104,9 +106,7 @@ describe('request release from the console on postgres', () => {
     );
     await holder.save(enc.encode('{"rows":100}'));
 
-    // Signed in by the shared token, then the fleet of one connection (the read-only one shows the
-    // same namespace).
-    await page.goto(consoleUt.server.url);
+    // The fleet of one connection (the read-only one shows the same namespace).
     await page.goto(`${consoleUt.server.origin}/c/${encodeURIComponent(main.id)}`);
     await visible(row(COOPERATES), 10_000);
     await page.keyboard.press('/');
@@ -197,6 +197,7 @@ describe('request release from the console on postgres', () => {
     await field.fill('3');
     await page.getByRole('button', { name: 'Save deadline' }).click();
     await hasText(page.getByRole('status').filter({ hasText: 'Saved' }), 'Saved: 3 s.');
+    await shoot(page, 'rr-settings-1400');
     await page.reload();
     expect(await page.getByRole('spinbutton', { name: 'Offer escalation after (s)' }).inputValue()).toBe('3');
 
