@@ -136,7 +136,7 @@ const service = {
           };
         }
         case 'fleet.counts':
-          return { counts: { total: rows.size, byStatus: {}, byHolder: [] }, rates: [] };
+          return { counts: { total: rows.size, byStatus: {}, byHolder: [] }, rates: [], since: null };
         case 'audit.list':
           return [];
         case 'lease.get':

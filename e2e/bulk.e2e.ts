@@ -138,6 +138,14 @@ describe('fleet-scale actions in Chromium on postgres', () => {
     expect(auditCsv.name).toMatch(/^worklease-audit-.*\.csv$/);
     const batchLines = auditCsv.text.split('\r\n').filter((l) => l.includes('zone b lost power (e2e)'));
     expect(batchLines).toHaveLength(9);
+    // The batch id is shown on each entry, and filtering by it leaves the batch alone.
+    const batchId = (await backend.admin.audit({ workId: 'bulk/000' }))[0]!.batchId!;
+    await page.getByRole('searchbox', { name: 'Filter audit log' }).fill(batchId);
+    await expect.poll(() => page.getByRole('row', { name: new RegExp(`batch ${batchId}`) }).count()).toBe(9);
+    const filtered = await downloadText(page, page.getByRole('button', { name: 'Export JSON' }));
+    expect((JSON.parse(filtered.text) as Array<{ batchId: string }>).map((e) => e.batchId)).toEqual(
+      Array(9).fill(batchId),
+    );
     await shot('audit-export');
   });
 

@@ -163,7 +163,9 @@ describe('the console under faults (Chromium)', () => {
         expect(verdict.lastNote).toMatch(/as of \d\d:\d\d:\d\d — \d+ s ago/);
         // Force release is off, and says why.
         await page.getByRole('row', { name: /held\/0/ }).click();
-        const button = page.getByRole('button', { name: 'Force release' });
+        const button = page
+          .getByRole('complementary', { name: 'Lease details' })
+          .getByRole('button', { name: 'Force release' });
         expect(await button.isDisabled()).toBe(true);
         expect(await page.getByText(/Force release is off: this view is not current/).count()).toBe(1);
         await shoot(page, `stale-backend-${fault}-detail`);

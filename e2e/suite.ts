@@ -300,7 +300,7 @@ export function consoleSuite(flavour: BackendFlavour): void {
       await hasText(unmigrated, 'worklease migrate');
       await shot('connections');
       await page.getByRole('button', { name: 'Activity' }).click();
-      await visible(page.getByRole('img', { name: /Events per minute/ }), 15_000);
+      await visible(page.getByRole('img', { name: /Lease events/ }), 15_000);
       await shot('activity');
       await page.emulateMedia({ colorScheme: 'dark' });
       await page.getByRole('button', { name: 'Fleet' }).click();

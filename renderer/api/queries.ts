@@ -66,11 +66,11 @@ export function plainSnapshotLoader(client: ConsoleClient) {
   return async (id: string) => fromSnapshot(await client.call('fleet.snapshot', { connectionId: id }));
 }
 
-/** Rates are per-minute buckets: polling every 10 s is plenty and cheap. */
-export function countsQuery(client: ConsoleClient, connectionId: string) {
+/** Rates are per-minute buckets: polling every 10 s is plenty and cheap. `minutes`: the chart's window. */
+export function countsQuery(client: ConsoleClient, connectionId: string, minutes: 15 | 60 | 1440 = 60) {
   return queryOptions({
-    queryKey: keys.counts(connectionId),
-    queryFn: () => client.call('fleet.counts', { connectionId }),
+    queryKey: [...keys.counts(connectionId), minutes] as const,
+    queryFn: () => client.call('fleet.counts', { connectionId, minutes }),
     refetchInterval: 10_000,
   });
 }

@@ -308,8 +308,17 @@ export const methods = {
     }),
   },
   'fleet.counts': {
-    params: z.strictObject({ connectionId }),
-    result: z.strictObject({ counts: CountsSchema, rates: z.array(RatePointSchema) }),
+    params: z.strictObject({
+      connectionId,
+      /** How many minutes of rates (default 60), ending with the backend's current minute: the chart's windows. */
+      minutes: z.union([z.literal(15), z.literal(60), z.literal(1440)]).optional(),
+    }),
+    result: z.strictObject({
+      counts: CountsSchema,
+      rates: z.array(RatePointSchema),
+      /** Start of the oldest minute (backend clock, ms) the console has any event for, in its last 24 h; null when none. */
+      since: ms.nullable(),
+    }),
   },
   /** One lease, read fresh from the backend. */
   'lease.get': { params: z.strictObject({ connectionId, workId: id }), result: LeaseRowSchema.nullable() },

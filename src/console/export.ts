@@ -138,7 +138,10 @@ export function auditRecord(format: ExportFormat, connection: string, e: AuditEn
 /** Whether an audit entry matches the audit view's text filter. */
 export function auditMatches(search: string | undefined, e: AuditEntryWire): boolean {
   const q = (search ?? '').trim().toLowerCase();
-  return q === '' || [e.workId, e.operator, e.reason, e.oldHolderId].some((s) => s.toLowerCase().includes(q));
+  return (
+    q === '' ||
+    [e.workId, e.operator, e.reason, e.oldHolderId, e.batchId ?? ''].some((s) => s.toLowerCase().includes(q))
+  );
 }
 
 /** The header line of a CSV export. */

@@ -602,16 +602,17 @@ class Service implements ConsoleService {
         total: snap.rows.length,
       };
     },
-    'fleet.counts': async ({ connectionId }, caller) => {
+    'fleet.counts': async ({ connectionId, minutes }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
       const model = conn.model;
       const serverNow = conn.serverNow();
       if (model === null) {
-        return { counts: countFleet([], serverNow, conn.input.thresholds), rates: [] };
+        return { counts: countFleet([], serverNow, conn.input.thresholds), rates: [], since: null };
       }
       return {
         counts: countFleet(model.rows(), serverNow, conn.input.thresholds),
-        rates: model.rates.points(serverNow),
+        rates: model.rates.points(serverNow, minutes ?? 60),
+        since: model.rates.oldest(serverNow),
       };
     },
     'lease.get': async ({ connectionId, workId }, caller) => {

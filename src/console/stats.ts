@@ -38,11 +38,14 @@ export function countFleet(
 
 type RateKind = 'acquires' | 'takeovers' | 'releases' | 'forceReleases';
 
+/** How far back the activity counters reach: the console's longest chart window. */
+export const RATE_RETENTION_MINUTES = 24 * 60;
+
 /** Per-minute activity counters for the last `windowMinutes` minutes (backend clock). */
 export class RateRecorder {
   private readonly buckets = new Map<number, RatePoint>();
 
-  constructor(private readonly windowMinutes = 60) {}
+  constructor(private readonly windowMinutes = RATE_RETENTION_MINUTES) {}
 
   /**
    * Counts what happened between two versions of a row. Feeds may collapse
@@ -100,11 +103,14 @@ export class RateRecorder {
     this.recordTransition(undefined, row);
   }
 
-  /** One point per minute, oldest first, ending with the minute holding `serverNow`. */
-  points(serverNow: number): RatePoint[] {
+  /**
+   * One point per minute for the last `minutes` minutes (at most the retention), oldest first,
+   * ending with the minute holding `serverNow`.
+   */
+  points(serverNow: number, minutes = 60): RatePoint[] {
     const last = Math.floor(serverNow / MINUTE) * MINUTE;
-    const first = last - (this.windowMinutes - 1) * MINUTE;
-    for (const minute of this.buckets.keys()) if (minute < first) this.buckets.delete(minute);
+    this.dropBefore(last - (this.windowMinutes - 1) * MINUTE);
+    const first = last - (Math.min(minutes, this.windowMinutes) - 1) * MINUTE;
     const out: RatePoint[] = [];
     for (let minute = first; minute <= last; minute += MINUTE) {
       out.push(
@@ -112,6 +118,22 @@ export class RateRecorder {
       );
     }
     return out.map((p) => ({ ...p }));
+  }
+
+  /** Start of the oldest retained minute with any event (backend clock, ms); null when there is none. */
+  oldest(serverNow: number): number | null {
+    const last = Math.floor(serverNow / MINUTE) * MINUTE;
+    this.dropBefore(last - (this.windowMinutes - 1) * MINUTE);
+    let oldest: number | null = null;
+    for (const [minute, p] of this.buckets) {
+      if (minute > last || p.acquires + p.takeovers + p.releases + p.forceReleases === 0) continue;
+      if (oldest === null || minute < oldest) oldest = minute;
+    }
+    return oldest;
+  }
+
+  private dropBefore(first: number): void {
+    for (const minute of this.buckets.keys()) if (minute < first) this.buckets.delete(minute);
   }
 
   private add(kind: RateKind, at: number, n = 1): void {

@@ -24,6 +24,8 @@
  *   of its next renew or checkpoint, saves a checkpoint and releases, so the next
  *   holder starts with a clean handoff. Nothing is taken away; force-release is the
  *   escalation when the holder does not cooperate.
+ * - **batch id**: shared by the audit entries of one bulk force-release (the
+ *   console's action on a filtered selection).
  *
  * All durations are milliseconds and say so in their names (`ttlMs`).
  */

@@ -688,15 +688,21 @@ describe('worklease demo', () => {
       await demo.waitFor(/demo fleet: 6 workers on postgres:/);
       const deadline = Date.now() + 15_000;
       let count = 0;
-      while (Date.now() < deadline && count < 6) {
+      let groupIds: string[] = [];
+      // The demo's consumer group (3 members, 9 partitions) beside the fleet's own work items.
+      const inGroup = (id: string) => id.startsWith('group:ingest:member:') || id.startsWith('demo/ingest-p');
+      while (Date.now() < deadline && (count < 6 || groupIds.length < 12)) {
         await new Promise((r) => setTimeout(r, 300));
         const b = await openBackend(PG_URL, { schema: demoNs, migrate: false }).catch(() => null);
         if (b === null) continue;
-        count = (await b.admin.list()).items.length;
+        const ids = (await b.admin.list()).items.map((i) => i.workId);
         await b.close();
+        count = ids.filter((id) => !inGroup(id)).length;
+        groupIds = ids.filter(inGroup);
       }
       expect(count).toBeGreaterThanOrEqual(6);
       expect(count).toBeLessThanOrEqual(12);
+      expect(groupIds).toHaveLength(12);
     } finally {
       expect(await demo.stop()).toBe(0);
     }

@@ -108,7 +108,7 @@ describe('worklease request-release', () => {
     expect(shown.code).toBe(0);
     const line = shown.stdout.split('\n').find((l) => l.startsWith('release requested'));
     expect(line).toMatch(
-      /^release requested\s+\d{4}-\d\d-\d\dT[0-9:.]+Z \(\S+ ago\) by alice: draining node 7$/,
+      /^release requested\s+\d{4}-\d\d-\d\dT[0-9:.]+Z \([0-9.]+ (ms|s|min) ago\) by alice: draining node 7$/,
     );
     const json = JSON.parse((await run(['show', PG_URL, 'job/asked', '--schema', ns, '--json'])).stdout);
     expect(json.lease.releaseRequest).toEqual({

@@ -970,6 +970,11 @@ export function defineConformance(target: BackendTarget): void {
         expect(await b.admin.audit({ workId: wid('no-audit') })).toEqual([]);
       });
 
+      it("serverVersion reports the server's version", async () => {
+        // PostgreSQL's server_version ("16.4", "15.20 (Debian …)"), PGlite's embedded one, Redis' "7.2.4".
+        expect(await b.admin.serverVersion()).toMatch(/^\d+(\.\d+)+/);
+      });
+
       it('forceRelease records the batch id on the audit entry', async () => {
         const a = wid('batch-a');
         const c = wid('batch-c');

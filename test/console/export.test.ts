@@ -70,7 +70,13 @@ describe('fleet.export and audit.export', () => {
       batchId: 'b_test',
     });
     await service.waitLive(id);
-    await until('the model has every row', () => (service.model(id)?.size ?? 0) >= 26);
+    // Every row, and the force-release applied (the service may have taken its snapshot before it).
+    await until(
+      'the model has every row and the force-release',
+      () =>
+        (service.model(id)?.size ?? 0) >= 26 &&
+        service.model(id)?.get('=cmd|evil,"x"')?.ended === 'force-released',
+    );
   });
   afterAll(async () => {
     await service?.close();
@@ -138,6 +144,12 @@ describe('fleet.export and audit.export', () => {
     expect(file.split('\r\n')[0]).toBe(AUDIT_COLUMNS.join(','));
     expect(out.records[0]).toContain('"line one\\u000Aline two, ""quoted"""');
     expect(out.records[0]).toContain(',b_test,');
+    const byBatch = await service.handle(
+      'audit.export',
+      methods['audit.export'].params.parse({ connectionId: id, format: 'json', search: 'B_TEST' }),
+      viewer,
+    );
+    expect(byBatch.records.map((r) => JSON.parse(r).batchId)).toEqual(['b_test']);
     const json = await service.handle(
       'audit.export',
       methods['audit.export'].params.parse({ connectionId: id, format: 'json', search: 'nobody' }),

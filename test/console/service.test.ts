@@ -304,6 +304,12 @@ describe('console service on PGlite', () => {
         }),
       ),
     ).toBe('INVALID_ARGUMENT');
+    // Only the chart's windows: no other span, no string.
+    for (const minutes of [30, 0, 2000, '15'] as never[]) {
+      expect(await codeOf(service.call('fleet.counts', { connectionId: rw, minutes })), String(minutes)).toBe(
+        'INVALID_ARGUMENT',
+      );
+    }
   });
 });
 

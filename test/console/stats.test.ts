@@ -113,4 +113,25 @@ describe('fleet stats', () => {
     );
     expect(total(c)).toEqual({ acquires: 1, takeovers: 0, releases: 0, forceReleases: 0 });
   });
+
+  it('keeps 24 h of minutes, answers any window of them, and names the oldest minute with an event', () => {
+    const rates = new RateRecorder();
+    expect(rates.oldest(NOW)).toBeNull();
+    const minute = (t: number) => Math.floor(t / 60_000) * 60_000;
+    for (const agoMin of [25 * 60, 23 * 60, 30, 3])
+      rates.seedFromRow(row({ acquiredAt: NOW - agoMin * 60_000 }));
+    // 25 h ago is past the retention; 23 h ago is the oldest kept.
+    expect(rates.oldest(NOW)).toBe(minute(NOW - 23 * 60 * 60_000));
+    const acquires = (n: number) => rates.points(NOW, n).reduce((s, p) => s + p.acquires, 0);
+    expect(rates.points(NOW, 15)).toHaveLength(15);
+    expect(rates.points(NOW, 15).at(-1)?.minute).toBe(minute(NOW));
+    expect(acquires(15)).toBe(1);
+    expect(acquires(60)).toBe(2);
+    expect(rates.points(NOW, 1440)).toHaveLength(1440);
+    expect(acquires(1440)).toBe(3);
+    // Never more than the retention, whatever is asked.
+    expect(rates.points(NOW, 5000)).toHaveLength(1440);
+    // A day later the old minutes are gone.
+    expect(rates.oldest(NOW + 2 * 24 * 60 * 60_000)).toBeNull();
+  });
 });

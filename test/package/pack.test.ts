@@ -434,7 +434,7 @@ console.log(JSON.stringify({ openBackend: typeof wl.openBackend, claim: typeof l
     const html = await page.text();
     expect(page.status).toBe(200);
     expect(html).not.toContain('has not been built');
-    const script = /<script type="module" crossorigin src="\.\/(assets\/[\w.-]+\.js)"/.exec(html)?.[1];
+    const script = /<script type="module" crossorigin src="\.?\/(assets\/[\w.-]+\.js)"/.exec(html)?.[1];
     expect(script, html).toBeDefined();
     const asset = await fetch(new URL(script!, url));
     expect(asset.status).toBe(200);

@@ -40,7 +40,9 @@ export function AuditView({ route }: { route: Route }) {
     q === ''
       ? entries
       : entries.filter(({ e }) =>
-          [e.workId, e.operator, e.reason, e.oldHolderId].some((s) => s.toLowerCase().includes(q)),
+          [e.workId, e.operator, e.reason, e.oldHolderId, e.batchId ?? ''].some((s) =>
+            s.toLowerCase().includes(q),
+          ),
         );
 
   return (
@@ -50,7 +52,7 @@ export function AuditView({ route }: { route: Route }) {
         <input
           type="search"
           aria-label="Filter audit log"
-          placeholder="Filter by work id, operator, reason, holder"
+          placeholder="Filter by work id, operator, reason, holder, batch"
           value={text}
           onChange={(e) => setText(e.target.value)}
         />
@@ -70,7 +72,8 @@ export function AuditView({ route }: { route: Route }) {
           {entries.length === 0 ? 'No operator action recorded yet.' : 'No audit entry matches this filter.'}
         </p>
       ) : (
-        <div className="scroll">
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a region that scrolls takes focus, so the keyboard can scroll it
+        <section className="scroll" aria-label="Audit entries" tabIndex={0}>
           <table className="plain">
             <caption className="sr-only">Operator actions, newest first</caption>
             <thead>
@@ -94,7 +97,17 @@ export function AuditView({ route }: { route: Route }) {
                   <td className="nowrap">
                     {conn.name} <EnvBadge env={conn.environment} />
                   </td>
-                  <td>{e.action}</td>
+                  <td>
+                    {e.action}
+                    {e.batchId !== null && (
+                      <div
+                        className="muted mono nowrap"
+                        title="Shared by the entries of one bulk force release"
+                      >
+                        batch {e.batchId}
+                      </div>
+                    )}
+                  </td>
                   <td className="mono">{visible(e.workId)}</td>
                   <td className="mono">{visible(e.operator)}</td>
                   <td className="reason">{visible(e.reason, '\n')}</td>
@@ -106,7 +119,7 @@ export function AuditView({ route }: { route: Route }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </section>
       )}
     </div>
   );

@@ -66,6 +66,9 @@ export function FleetActions({ view, fleets, connections, frozen, filter, scopeI
       if (row !== undefined && row.ended === null) picked.push({ connection, row });
     }
   }
+  // Absent where no connection in view allows it at all (read-only, role); the detail pane says why.
+  const offered =
+    !consoleReadOnly && scopeIds.some((id) => allowed.has(id) && connections.get(id)?.readOnly === false);
   const tooMany = picked.length > MAX_BULK_ITEMS;
   const why =
     picked.length === 0
@@ -90,15 +93,17 @@ export function FleetActions({ view, fleets, connections, frozen, filter, scopeI
   return (
     <fieldset className="fleet-actions">
       <legend className="sr-only">Actions on the leases shown</legend>
-      <button
-        type="button"
-        className="danger"
-        disabled={picked.length === 0 || tooMany}
-        title={why}
-        onClick={() => setOpen(picked)}
-      >
-        Force release {picked.length.toLocaleString()}…
-      </button>
+      {offered && (
+        <button
+          type="button"
+          className="danger"
+          disabled={picked.length === 0 || tooMany}
+          title={why}
+          onClick={() => setOpen(picked)}
+        >
+          Force release {picked.length.toLocaleString()}…
+        </button>
+      )}
       <button
         type="button"
         disabled={exporting !== null}

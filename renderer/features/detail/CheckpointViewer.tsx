@@ -101,7 +101,8 @@ export function CheckpointViewer({ connection, row }: { connection: ConnectionIn
           </button>
         </div>
       )}
-      <section className="checkpoint-body" aria-label="Checkpoint content">
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a region that scrolls takes focus, so the keyboard can scroll it */}
+      <section className="checkpoint-body" aria-label="Checkpoint content" tabIndex={0}>
         {effective === 'tree' && <JsonTree value={first.decoded.json} label="root" depth={0} />}
         {effective === 'json' && <pre>{JSON.stringify(first.decoded.json, null, 2)}</pre>}
         {effective === 'text' && <pre className="wrap">{decodeText(bytes.map((b) => b.bytes))}</pre>}

@@ -55,7 +55,7 @@ export function GroupsView() {
           <section
             key={`${source.connectionId}:${g.group}`}
             className="card group-card"
-            aria-label={`Group ${visible(g.group)}`}
+            aria-label={`Group ${visible(g.group)} on ${conn?.name ?? source.connectionId}`}
           >
             <h3>
               {visible(g.group)}{' '}
