@@ -103,9 +103,7 @@ async function forceReleaseDialog(page: Page): Promise<void> {
 /** The activity of the main connection (the read-only one reads the same backend: "All" counts it twice). */
 async function activity(page: Page): Promise<void> {
   await inView(page, 'Activity', page.getByRole('img', { name: /Lease events/ }));
-  await page
-    .getByRole('combobox', { name: 'Connection', exact: true })
-    .selectOption({ label: `${MAIN} (prod)` });
+  await page.getByLabel('Connection', { exact: true }).selectOption({ label: `${MAIN} (prod)` });
   await page.getByRole('img', { name: /Force releases 3$/ }).waitFor({ timeout: 20_000 });
 }
 
@@ -118,6 +116,7 @@ const SCREENS: Screen[] = [
   { name: 'fleet-detail-hex', open: (p) => withLease(p, 'orders/blob-1', '00000000  00 25 4a 6f') },
   { name: 'fleet-detail-read-only', shots: 'none', open: (p) => inFleet(p, 'audit-readonly', row(p, 'orders/text-1')).then(() => row(p, 'orders/text-1').click()).then(() => hasText(details(p), 'This connection is read-only')) },
   { name: 'force-release', open: forceReleaseDialog },
+  { name: 'request-release', shots: 'none', open: (p) => withLease(p, 'orders/text-1', 'step 3 of 7').then(() => details(p).getByRole('button', { name: 'Request release' }).click()).then(() => p.getByRole('dialog', { name: 'Request release of this lease?' }).getByLabel('Reason').fill('draining node 7')) },
   { name: 'audit', open: (p) => inView(p, 'Audit log', p.getByRole('table'), 'drained before the deploy') },
   { name: 'activity', open: activity },
   { name: 'activity-numbers', shots: 'none', open: (p) => activity(p).then(() => p.getByText('Show the numbers').click()) },
@@ -127,9 +126,6 @@ const SCREENS: Screen[] = [
   { name: 'error-unmigrated', open: (p) => inFleet(p, 'staging-unmigrated', p.locator('code.command'), '--schema') },
   { name: 'error-no-such-db', open: (p) => inFleet(p, 'dev-no-such-db', p.getByText('Unknown database')) },
   { name: 'stale-backend-down', open: (p) => inFleet(p, 'cache-down', p.locator('.stale-note'), 'as of') },
-  { name: 'settings', open: (p) => inView(p, 'Settings', p.getByRole('heading', { name: 'About' })) },
-  { name: 'shortcuts', shots: 'none', open: (p) => inFleet(p, MAIN, row(p, 'orders/text-1')).then(() => p.keyboard.press('?')).then(() => p.getByRole('dialog', { name: 'Keyboard shortcuts' }).waitFor()) },
-  { name: 'bulk-force-release', open: (p) => inFleet(p, MAIN, row(p, 'orders/text-1')).then(() => p.getByLabel('Work ID prefix').fill('orders/')).then(() => p.getByRole('button', { name: /^Force release \d+…$/ }).click()).then(() => p.getByRole('dialog', { name: /^Force release \d+ leases\?$/ }).waitFor()) },
   { name: 'sign-in', signedOut: true, open: (p) => p.getByRole('form', { name: 'Sign in' }).waitFor({ timeout: 15_000 }) },
 ];
 
@@ -279,9 +275,7 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, dark)', ()
       const chart = page.getByRole('img', { name: /Lease events/ });
       await chart.waitFor({ timeout: 20_000 });
       // One connection (the read-only one reads the same backend: "All connections" would count it twice).
-      await page
-        .getByRole('combobox', { name: 'Connection', exact: true })
-        .selectOption({ label: `${MAIN} (prod)` });
+      await page.getByLabel('Connection', { exact: true }).selectOption({ label: `${MAIN} (prod)` });
       // Everything happened in the last minutes: the smallest window, not an hour with the data at its edge.
       const window = page.getByRole('group', { name: 'Window' });
       expect(await window.getByRole('radio', { name: '15 min' }).isChecked()).toBe(true);

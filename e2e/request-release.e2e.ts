@@ -5,6 +5,8 @@
  * once the deadline (a console setting) passes; a read-only connection does not offer it and says
  * why.
  */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConnectionInfo } from '../src/console/api.ts';
@@ -22,6 +24,7 @@ import {
   startConsole,
 } from './harness.ts';
 
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const TTL = 60_000;
 /** A heartbeat this often: the holder hears of a request within about a second. */
 const HEARTBEAT_MS = 500;
@@ -160,6 +163,7 @@ describe('request release from the console on postgres', () => {
     expect(await details().getByRole('button', { name: 'Request release' }).isDisabled()).toBe(true);
     await hasText(details(), 'the holder was already asked');
     await shoot(page, 'rr-pending-1400');
+    expect(await axe(page)).toEqual([]);
     await page.setViewportSize({ width: 800, height: 900 });
     await shoot(page, 'rr-pending-800');
     await page.setViewportSize({ width: 1400, height: 900 });
@@ -219,6 +223,7 @@ describe('request release from the console on postgres', () => {
     expect(holder.lost).toBe(false);
     await hasText(note, 'No handoff after 3 s.');
     await shoot(page, 'rr-escalate-1400');
+    expect(await axe(page)).toEqual([]);
     await page.setViewportSize({ width: 800, height: 900 });
     await shoot(page, 'rr-escalate-800');
     await page.setViewportSize({ width: 1400, height: 900 });
@@ -326,6 +331,14 @@ describe('request release from the console on postgres', () => {
     await visible(note.getByRole('button', { name: 'Escalate to force release' }), 15_000);
   });
 });
+
+/** axe-core's violations on the page, as "rule: targets" (the a11y suite checks every screen; these are this file's). */
+async function axe(page: Page): Promise<string[]> {
+  if (!(await page.evaluate('typeof window.axe !== "undefined"'))) await page.evaluate(AXE_SOURCE);
+  return page.evaluate<string[]>(
+    `axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`,
+  );
+}
 
 async function visible(loc: Locator, timeout = 5000): Promise<void> {
   await loc.waitFor({ state: 'visible', timeout });
