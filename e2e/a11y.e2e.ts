@@ -118,6 +118,7 @@ const SCREENS: Screen[] = [
   { name: 'fleet-detail-hex', open: (p) => withLease(p, 'orders/blob-1', '00000000  00 25 4a 6f') },
   { name: 'fleet-detail-read-only', shots: 'none', open: (p) => inFleet(p, 'audit-readonly', row(p, 'orders/text-1')).then(() => row(p, 'orders/text-1').click()).then(() => hasText(details(p), 'This connection is read-only')) },
   { name: 'force-release', open: forceReleaseDialog },
+  { name: 'request-release', shots: 'none', open: (p) => withLease(p, 'orders/text-1', 'step 3 of 7').then(() => details(p).getByRole('button', { name: 'Request release' }).click()).then(() => p.getByRole('dialog', { name: 'Request release of this lease?' }).getByLabel('Reason').fill('draining node 7')) },
   { name: 'audit', open: (p) => inView(p, 'Audit log', p.getByRole('table'), 'drained before the deploy') },
   { name: 'activity', open: activity },
   { name: 'activity-numbers', shots: 'none', open: (p) => activity(p).then(() => p.getByText('Show the numbers').click()) },

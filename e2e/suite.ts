@@ -249,7 +249,7 @@ export function consoleSuite(flavour: BackendFlavour): void {
       await page.getByRole('tab', { name: new RegExp(`${flavour}-audit`) }).click();
       await row('orders/json-1').click();
       await hasText(details(), 'This connection is read-only');
-      await gone(page.getByRole('button', { name: 'Force release' }));
+      await gone(page.getByRole('button', { name: 'Force release', exact: true }));
       await shot('detail-read-only');
 
       const r = records.get('orders/json-1')!;

@@ -8,7 +8,11 @@ export const SHORTCUTS: readonly { keys: string[]; what: string }[] = [
   { keys: ['Enter'], what: 'In the table: open the lease' },
   { keys: ['←', '→'], what: 'In the table header: move between columns (Enter sorts)' },
   { keys: ['f'], what: 'Force release the open lease (says why when it is not offered)' },
-  { keys: ['Ctrl', 'Enter'], what: 'In the force-release dialog: submit' },
+  {
+    keys: ['r'],
+    what: 'Request release of the open lease: the holder hands over cleanly (says why when it is not offered)',
+  },
+  { keys: ['Ctrl', 'Enter'], what: 'In the force-release and request-release dialogs: submit' },
   { keys: ['Esc'], what: 'Close the dialog, then the lease details' },
   { keys: ['?'], what: 'This list' },
 ];

@@ -14,6 +14,9 @@ import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
 import { formatBytes, formatDuration, formatTime } from '../../lib/format.ts';
 import { isTypingTarget } from '../../lib/keys.ts';
 import { ForceReleaseDialog } from '../force-release/ForceReleaseDialog.tsx';
+import { escalationReason } from '../request-release/deadline.ts';
+import { ReleaseRequestNote } from '../request-release/ReleaseRequestNote.tsx';
+import { RequestReleaseDialog } from '../request-release/RequestReleaseDialog.tsx';
 import { CheckpointViewer } from './CheckpointViewer.tsx';
 
 export interface DetailPaneProps {
@@ -39,7 +42,8 @@ export function DetailPane({
   onReturnFocus,
 }: DetailPaneProps) {
   const info = useInfo().data;
-  const [confirming, setConfirming] = useState<LeaseRow | null>(null);
+  const [confirming, setConfirming] = useState<{ row: LeaseRow; reason?: string } | null>(null);
+  const [asking, setAsking] = useState<LeaseRow | null>(null);
   const [fNote, setFNote] = useState<string | null>(null);
   const zone = useTimeMode() === 'utc' ? 'utc' : 'local';
   const stale = freshness?.stale === true;
@@ -66,20 +70,49 @@ export function DetailPane({
     : stale
       ? `this view is not current (${freshness?.reason ?? 'stale'}).`
       : ended;
+  // Request release asks a live holder: the session's permission (role, read-only) decides first.
+  const requestNotOffered =
+    perm === undefined || info === undefined
+      ? 'checking your permissions…'
+      : !perm.requestRelease.allowed
+        ? `${perm.requestRelease.reason}.`
+        : info.readOnly
+          ? 'the console is read-only.'
+          : stale
+            ? `this view is not current (${freshness?.reason ?? 'stale'}).`
+            : row === null
+              ? 'this lease is no longer in the fleet.'
+              : row.ended !== null || leaseStatus(row, serverNow, connection.thresholds) === 'expired'
+                ? 'this lease is not live: no holder to ask.'
+                : row.releaseRequest != null
+                  ? 'the holder was already asked (see the request above).'
+                  : null;
   const rowRef = useRef(row);
   rowRef.current = row;
   const notOfferedRef = useRef(notOffered);
   notOfferedRef.current = notOffered;
+  const requestNotOfferedRef = useRef(requestNotOffered);
+  requestNotOfferedRef.current = requestNotOffered;
+  const paneRef = useRef<HTMLElement>(null);
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (e.key !== 'f' || e.ctrlKey || e.metaKey || e.altKey) return;
+      if ((e.key !== 'f' && e.key !== 'r') || e.ctrlKey || e.metaKey || e.altKey) return;
       if (document.querySelector('dialog[open]') !== null) return;
       if (isTypingTarget(e.target)) return;
+      // The fleet stays mounted behind other views: its keys are not theirs.
+      if (paneRef.current?.closest('[hidden]') != null) return;
       e.preventDefault();
       const current = rowRef.current;
-      if (notOfferedRef.current === null && current !== null) {
+      if (e.key === 'r') {
+        if (requestNotOfferedRef.current === null && current !== null) {
+          setFNote(null);
+          setAsking(current);
+        } else {
+          setFNote(`Request release is not offered: ${requestNotOfferedRef.current ?? 'no lease.'}`);
+        }
+      } else if (notOfferedRef.current === null && current !== null) {
         setFNote(null);
-        setConfirming(current);
+        setConfirming({ row: current });
       } else {
         setFNote(`Force release is not offered: ${notOfferedRef.current ?? 'no lease.'}`);
       }
@@ -100,9 +133,22 @@ export function DetailPane({
     }
     onReturnFocus?.();
   };
+  const closeRequest = (requested: LeaseRow | null) => {
+    setAsking(null);
+    if (requested !== null) {
+      showToast({
+        text: `Release requested for ${visible(requested.workId)}: ${visible(requested.holderId)} is asked to hand over on its next renew or checkpoint.`,
+        link: {
+          label: 'Audit entry',
+          route: { view: 'audit', connectionId: connection.id, workId: null, query: { q: requested.workId } },
+        },
+      });
+    }
+    onReturnFocus?.();
+  };
 
   return (
-    <aside className="detail" aria-label="Lease details">
+    <aside className="detail" aria-label="Lease details" ref={paneRef}>
       <header className="detail-head">
         <h2>
           <span className="muted">Lease</span> <span className="mono">{row?.workId ?? '—'}</span>
@@ -115,6 +161,17 @@ export function DetailPane({
         <p className="empty">This lease is no longer in the fleet (it was pruned).</p>
       ) : (
         <>
+          {row.releaseRequest != null && (
+            <ReleaseRequestNote
+              request={row.releaseRequest}
+              serverNow={serverNow}
+              forceOff={notOffered}
+              onEscalate={(ageMs) => {
+                const request = row.releaseRequest;
+                if (request != null) setConfirming({ row, reason: escalationReason(request, ageMs) });
+              }}
+            />
+          )}
           <dl className="fields">
             <dt>Connection</dt>
             <dd>
@@ -182,11 +239,20 @@ export function DetailPane({
                 disabled={notOffered !== null}
                 aria-describedby={notOffered !== null ? 'force-release-off' : undefined}
                 aria-keyshortcuts="f"
-                onClick={() => setConfirming(row)}
+                onClick={() => setConfirming({ row })}
               >
                 Force release
               </button>
-            )}
+            )}{' '}
+            <button
+              type="button"
+              disabled={requestNotOffered !== null}
+              aria-describedby={requestNotOffered !== null ? 'request-release-off' : undefined}
+              aria-keyshortcuts="r"
+              onClick={() => setAsking(row)}
+            >
+              Request release
+            </button>
             {notOffered !== null && (
               <p className="muted" id="force-release-off">
                 {writable && stale
@@ -198,6 +264,11 @@ export function DetailPane({
                       : info?.readOnly !== false
                         ? 'The console is read-only: force release is not offered.'
                         : `Force release is not offered: ${refusal ?? 'checking your permissions…'}`}
+              </p>
+            )}
+            {requestNotOffered !== null && (
+              <p className="muted" id="request-release-off">
+                Request release is not offered: {requestNotOffered}
               </p>
             )}
             <p className="f-note" role="status">
@@ -218,9 +289,19 @@ export function DetailPane({
       {confirming !== null && (
         <ForceReleaseDialog
           connection={connection}
-          row={confirming}
+          row={confirming.row}
+          initialReason={confirming.reason}
           onClose={() => closeDialog(null)}
           onReleased={(released) => closeDialog(released)}
+        />
+      )}
+      {asking !== null && (
+        <RequestReleaseDialog
+          connection={connection}
+          row={asking}
+          serverNow={serverNow}
+          onClose={() => closeRequest(null)}
+          onRequested={(requested) => closeRequest(requested)}
         />
       )}
     </aside>

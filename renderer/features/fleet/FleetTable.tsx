@@ -20,6 +20,7 @@ import { visible } from '../../../src/console/text.ts';
 import { Time } from '../../app/Time.tsx';
 import { EnvBadge, StatusBadge } from '../../app/ui.tsx';
 import { formatBytes } from '../../lib/format.ts';
+import { describeRequest } from '../request-release/deadline.ts';
 import {
   COLUMNS,
   type Column,
@@ -324,6 +325,16 @@ function Cell({
       return (
         <td className={cls}>
           <StatusBadge status={status} />
+          {row.releaseRequest != null && (
+            <span
+              className="rr-badge"
+              role="img"
+              aria-label={`release requested by ${visible(row.releaseRequest.operator)}`}
+              title={describeRequest(row.releaseRequest, serverNow)}
+            >
+              ⏏
+            </span>
+          )}
         </td>
       );
     case 'expiresAt':

@@ -216,14 +216,15 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);
   }, [visible, hasSelection, onSelect, searchRef]);
-  // `f` with a lease open is the detail pane's; with none, say what it needs.
+  // `f` and `r` with a lease open are the detail pane's; with none, say what they need.
   useEffect(() => {
     if (!visible || hasSelection) return;
     const onKey = (e: KeyboardEvent) => {
-      if (e.key !== 'f' || e.ctrlKey || e.metaKey || e.altKey) return;
+      if ((e.key !== 'f' && e.key !== 'r') || e.ctrlKey || e.metaKey || e.altKey) return;
       if (document.querySelector('dialog[open]') !== null) return;
       if (isTypingTarget(e.target)) return;
-      showToast({ text: 'Force release needs an open lease: / to search, Enter to open it, then f.' });
+      const what = e.key === 'f' ? 'Force release' : 'Request release';
+      showToast({ text: `${what} needs an open lease: / to search, Enter to open it, then ${e.key}.` });
     };
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);

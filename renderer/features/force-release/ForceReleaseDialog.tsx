@@ -23,20 +23,28 @@ export interface ForceReleaseDialogProps {
   connection: ConnectionInfo;
   /** The row as the operator saw it when opening the dialog. */
   row: LeaseRow;
+  /** What the reason field starts with (escalating a release request cites it); empty by default. */
+  initialReason?: string | undefined;
   /** Cancelled or closed after a refusal. */
   onClose: () => void;
   /** Done: the lease as the backend returned it (its new token). */
   onReleased: (released: LeaseRow) => void;
 }
 
-export function ForceReleaseDialog({ connection, row, onClose, onReleased }: ForceReleaseDialogProps) {
+export function ForceReleaseDialog({
+  connection,
+  row,
+  initialReason,
+  onClose,
+  onReleased,
+}: ForceReleaseDialogProps) {
   const { client } = useServices();
   const queryClient = useQueryClient();
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const descId = useId();
   const [typed, setTyped] = useState('');
-  const [reason, setReason] = useState('');
+  const [reason, setReason] = useState(initialReason ?? '');
   const [conflict, setConflict] = useState<string | null>(null);
 
   const workRef = useRef<HTMLInputElement>(null);

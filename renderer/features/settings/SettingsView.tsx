@@ -3,7 +3,8 @@
  * and the version its server reports (asked of the backend, `console.about`),
  * the theme (light, dark or the system's; remembered in this browser), and the
  * stuck/expiring thresholds of each connection, editable where the caller may
- * edit the connection (`connections.update`).
+ * edit the connection (`connections.update`), and when a release request may be escalated to a
+ * force-release (remembered in this browser).
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
@@ -12,6 +13,13 @@ import { keys } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { useConnections, useInfo, usePermissions } from '../../app/hooks.ts';
 import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
+import {
+  DEFAULT_ESCALATE_AFTER_MS,
+  MAX_ESCALATE_AFTER_MS,
+  MIN_ESCALATE_AFTER_MS,
+  setEscalateAfterMs,
+  useEscalateAfterMs,
+} from '../request-release/deadline.ts';
 
 export type Theme = 'system' | 'light' | 'dark';
 const THEME_KEY = 'worklease.theme';
@@ -84,6 +92,7 @@ export function SettingsView() {
           </fieldset>
           <p className="muted">Remembered in this browser.</p>
         </section>
+        <EscalationSettings />
         {connections.map((c) => (
           <ConnectionSettings key={c.id} conn={c} />
         ))}
@@ -204,4 +213,61 @@ function formatFraction(f: number): string {
 
 function formatSeconds(ms: number): string {
   return ms % 1000 === 0 ? `${(ms / 1000).toLocaleString()} s` : `${(ms / 1000).toFixed(3)} s`;
+}
+
+/** The escalation deadline of release requests: one number for the console, remembered in this browser. */
+function EscalationSettings() {
+  const id = useId();
+  const current = useEscalateAfterMs();
+  const [seconds, setSeconds] = useState(String(current / 1000));
+  const [saved, setSaved] = useState(false);
+  const ms = Math.round(Number(seconds) * 1000);
+  const valid =
+    seconds.trim() !== '' &&
+    Number.isInteger(ms) &&
+    ms >= MIN_ESCALATE_AFTER_MS &&
+    ms <= MAX_ESCALATE_AFTER_MS;
+  return (
+    <section aria-labelledby={`${id}-head`}>
+      <h3 id={`${id}-head`}>Request release</h3>
+      <p className="muted">
+        After a release request has waited this long without a handoff, the lease offers to escalate to a
+        force-release. Default {formatSeconds(DEFAULT_ESCALATE_AFTER_MS)}; remembered in this browser.
+      </p>
+      <form
+        className="thresholds-form"
+        onSubmit={(e) => {
+          e.preventDefault();
+          if (!valid) return;
+          setEscalateAfterMs(ms);
+          setSaved(true);
+        }}
+      >
+        <div className="field">
+          <label htmlFor={`${id}-s`}>Offer escalation after (s)</label>
+          <input
+            id={`${id}-s`}
+            type="number"
+            min={MIN_ESCALATE_AFTER_MS / 1000}
+            max={MAX_ESCALATE_AFTER_MS / 1000}
+            step="1"
+            value={seconds}
+            aria-invalid={!valid}
+            onChange={(e) => {
+              setSeconds(e.target.value);
+              setSaved(false);
+            }}
+          />
+        </div>
+        <button type="submit" disabled={!valid}>
+          Save deadline
+        </button>
+        {saved && (
+          <span role="status" className="muted">
+            Saved: {formatSeconds(current)}.
+          </span>
+        )}
+      </form>
+    </section>
+  );
 }

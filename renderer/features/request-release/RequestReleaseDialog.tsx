@@ -1,0 +1,207 @@
+/**
+ * Request release: asks the holder to hand the lease over (docs/request-release.md). Nothing is
+ * taken away: the holder hears of it from its next renew or checkpoint, saves and releases, and
+ * the next holder starts with a clean handoff. Like force-release, the dialog pins the token the
+ * operator saw and sends it as `expectedToken`, so a lease that changed hands meanwhile is
+ * refused (CONFLICT) instead of asking a holder nobody looked at.
+ */
+import { useMutation, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useId, useRef, useState } from 'react';
+import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
+import { leaseStatus } from '../../../src/console/status.ts';
+import { visible } from '../../../src/console/text.ts';
+import { ConsoleError } from '../../api/client.ts';
+import { keys } from '../../api/queries.ts';
+import { CopyButton } from '../../app/CopyButton.tsx';
+import { useServices } from '../../app/context.tsx';
+import { Time } from '../../app/Time.tsx';
+import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
+import { type FleetData, upsertRow } from '../fleet/model.ts';
+
+export interface RequestReleaseDialogProps {
+  connection: ConnectionInfo;
+  /** The row as the operator saw it when opening the dialog. */
+  row: LeaseRow;
+  /** The backend's now: the local clock plus the connection's offset (frozen while stale). */
+  serverNow: number;
+  onClose: () => void;
+  /** Done: the lease as the backend returned it (it carries the request). */
+  onRequested: (requested: LeaseRow) => void;
+}
+
+/** Why the backend refused, in the words of docs/request-release.md (`details.why`). */
+function conflictText(why: unknown, seen: string, now: string | null): string {
+  switch (why) {
+    case 'released':
+      return 'The lease was released meanwhile: there is no holder to ask.';
+    case 'force-released':
+      return 'The lease was force-released meanwhile: there is no holder to ask.';
+    case 'expired':
+      return 'The lease ran out by the server clock: there is no holder to ask.';
+    default:
+      return `The lease changed hands since you opened this dialog: token ${seen} is now ${now ?? 'different'}. Review and try again.`;
+  }
+}
+
+export function RequestReleaseDialog({
+  connection,
+  row,
+  serverNow,
+  onClose,
+  onRequested,
+}: RequestReleaseDialogProps) {
+  const { client } = useServices();
+  const queryClient = useQueryClient();
+  const ref = useRef<HTMLDialogElement>(null);
+  const reasonRef = useRef<HTMLTextAreaElement>(null);
+  const titleId = useId();
+  const descId = useId();
+  const [reason, setReason] = useState('');
+  const [conflict, setConflict] = useState<string | null>(null);
+
+  useEffect(() => {
+    const dialog = ref.current;
+    if (dialog !== null && !dialog.open) dialog.showModal();
+    // showModal focuses the first control (a copy button): the reason is where typing goes.
+    reasonRef.current?.focus();
+    return () => dialog?.close();
+  }, []);
+
+  const mutation = useMutation({
+    mutationFn: () =>
+      client.call('lease.requestRelease', {
+        connectionId: connection.id,
+        workId: row.workId,
+        expectedToken: row.fencingToken,
+        reason: reason.trim(),
+      }),
+    onSuccess: (requested) => {
+      queryClient.setQueryData<FleetData>(keys.fleet(connection.id), (data) =>
+        data === undefined ? data : upsertRow(data, requested),
+      );
+      void queryClient.invalidateQueries({ queryKey: ['connections', connection.id, 'audit'] });
+      onRequested(requested);
+    },
+    onError: async (err) => {
+      if (!(err instanceof ConsoleError && err.code === 'CONFLICT')) return;
+      let now: string | null = null;
+      try {
+        const fresh = await client.call('lease.get', { connectionId: connection.id, workId: row.workId });
+        if (fresh !== null) {
+          now = fresh.fencingToken;
+          queryClient.setQueryData<FleetData>(keys.fleet(connection.id), (data) =>
+            data === undefined ? data : upsertRow(data, fresh),
+          );
+        }
+      } catch {
+        // The explanation stands without the new token.
+      }
+      setConflict(conflictText(err.details?.why, row.fencingToken, now));
+    },
+  });
+
+  const ready = reason.trim() !== '' && !mutation.isPending && conflict === null;
+  const status = leaseStatus(row, serverNow, connection.thresholds);
+  const submit = () => {
+    if (ready) mutation.mutate();
+  };
+
+  return (
+    <dialog
+      ref={ref}
+      className="modal"
+      aria-modal="true"
+      aria-labelledby={titleId}
+      aria-describedby={descId}
+      onCancel={(e) => {
+        e.preventDefault();
+        onClose();
+      }}
+    >
+      <form
+        method="dialog"
+        onSubmit={(e) => {
+          e.preventDefault();
+          submit();
+        }}
+        onKeyDown={(e) => {
+          // Ctrl+Enter (⌘+Enter) submits from any field, the reason's textarea included.
+          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+            e.preventDefault();
+            submit();
+          }
+        }}
+      >
+        <h2 id={titleId}>Request release of this lease?</h2>
+        <p id={descId}>
+          The holder below is asked to hand the lease over: it hears of it on its next renew or checkpoint,
+          saves its progress and releases, so the next holder starts with a clean handoff. Nothing is taken
+          away; the token stays. Recorded in the audit log with your reason.
+        </p>
+        <dl className="fields compact">
+          <dt>Connection</dt>
+          <dd>
+            {connection.name} <EnvBadge env={connection.environment} />
+          </dd>
+          <dt>Work ID</dt>
+          <dd className="mono">
+            {visible(row.workId)} <CopyButton text={row.workId} what="work id" />
+          </dd>
+          <dt>Status</dt>
+          <dd>
+            <StatusBadge status={status} />
+          </dd>
+          <dt>Holder</dt>
+          <dd className="mono">
+            {visible(row.holderId)} <CopyButton text={row.holderId} what="holder" />
+          </dd>
+          <dt>Last heartbeat</dt>
+          <dd>
+            {row.renewedAt === null ? 'never renewed' : <Time at={row.renewedAt} serverNow={serverNow} />}
+          </dd>
+          <dt>Expires</dt>
+          <dd>
+            <Time at={row.expiresAt} serverNow={serverNow} expiry />
+          </dd>
+          <dt>Token</dt>
+          <dd className="mono">
+            {row.fencingToken} <CopyButton text={row.fencingToken} what="token" />
+          </dd>
+        </dl>
+        <div className="field">
+          <label htmlFor={`${titleId}-reason`}>Reason</label>
+          <span className="field-hint" id={`${titleId}-reason-hint`}>
+            Required; the holder and the audit log see it. Ctrl+Enter submits.
+          </span>
+          <textarea
+            id={`${titleId}-reason`}
+            aria-describedby={`${titleId}-reason-hint`}
+            rows={3}
+            required
+            value={reason}
+            onChange={(e) => setReason(e.target.value)}
+            ref={reasonRef}
+          />
+        </div>
+        {conflict !== null && (
+          <div className="error-notice" role="alert">
+            {conflict}
+          </div>
+        )}
+        {mutation.error !== null &&
+          conflict === null &&
+          !(mutation.error instanceof ConsoleError && mutation.error.code === 'CONFLICT') && (
+            <ErrorNotice error={mutation.error} />
+          )}
+        <div className="dialog-actions">
+          <button type="button" onClick={onClose}>
+            {conflict === null ? 'Cancel' : 'Close'}
+          </button>
+          <button type="submit" className="primary" disabled={!ready} aria-keyshortcuts="Control+Enter">
+            Request release
+          </button>
+        </div>
+      </form>
+    </dialog>
+  );
+}
