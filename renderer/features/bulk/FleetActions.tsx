@@ -11,7 +11,7 @@
  * not part of the selection.
  */
 import { useQueryClient } from '@tanstack/react-query';
-import { useEffect, useId, useRef, useState } from 'react';
+import { useId, useRef, useState } from 'react';
 import {
   type BulkResult,
   type ConnectionInfo,
@@ -23,6 +23,7 @@ import { visible } from '../../../src/console/text.ts';
 import { keys } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { useInfo, useSession } from '../../app/hooks.ts';
+import { ModalForm } from '../../app/ModalForm.tsx';
 import { ErrorNotice } from '../../app/ui.tsx';
 import type { FleetData, FleetFilter, FleetView } from '../fleet/model.ts';
 import { upsertRow } from '../fleet/model.ts';
@@ -134,20 +135,14 @@ interface RowOutcome extends BulkResult {
 function BulkForceReleaseDialog({ picked, onClose }: { picked: Picked[]; onClose: () => void }) {
   const { client } = useServices();
   const queryClient = useQueryClient();
-  const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const descId = useId();
+  const countRef = useRef<HTMLInputElement>(null);
   const [count, setCount] = useState('');
   const [reason, setReason] = useState('');
   const [pending, setPending] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [outcome, setOutcome] = useState<RowOutcome[] | null>(null);
-
-  useEffect(() => {
-    const dialog = ref.current;
-    if (dialog !== null && !dialog.open) dialog.showModal();
-    return () => dialog?.close();
-  }, []);
 
   const byConnection = new Map<string, Picked[]>();
   for (const p of picked) {
@@ -195,143 +190,126 @@ function BulkForceReleaseDialog({ picked, onClose }: { picked: Picked[]; onClose
   const refused = (outcome?.length ?? 0) - done;
 
   return (
-    <dialog
-      ref={ref}
-      className="modal bulk-dialog"
-      aria-modal="true"
-      aria-labelledby={titleId}
-      aria-describedby={descId}
-      onCancel={(e) => {
-        e.preventDefault();
-        onClose();
-      }}
+    <ModalForm
+      titleId={titleId}
+      descId={descId}
+      onClose={onClose}
+      onSubmit={() => void submit()}
+      initialFocus={countRef}
+      className="bulk-dialog"
     >
-      <form
-        method="dialog"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void submit();
-        }}
-        onKeyDown={(e) => {
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-            e.preventDefault();
-            void submit();
-          }
-        }}
-      >
-        <h2 id={titleId}>
-          {outcome === null
-            ? `Force release ${picked.length.toLocaleString()} leases?`
-            : `Force release: ${done.toLocaleString()} released, ${refused.toLocaleString()} refused`}
-        </h2>
-        {outcome === null ? (
-          <>
-            <p id={descId}>
-              Each lease's fencing token is bumped, so its holder is fenced out. Each one is released only if
-              its token is still the one shown now; a lease that changed hands since is refused on its own
-              row. Every release is recorded in the audit log with your reason and one shared batch id.
-            </p>
-            <dl className="fields compact">
-              {[...byConnection.values()].map((list) => (
-                <div key={list[0]!.connection.id} className="bulk-conn">
-                  <dt>{list[0]!.connection.name}</dt>
-                  <dd>
-                    {list.length.toLocaleString()} lease{list.length === 1 ? '' : 's'}, e.g.{' '}
-                    <span className="mono">{visible(list[0]!.row.workId)}</span>
-                  </dd>
-                </div>
-              ))}
-            </dl>
-            <div className="field">
-              <label htmlFor={`${titleId}-count`}>Number of leases</label>
-              <span className="field-hint" id={`${titleId}-count-hint`}>
-                Type {picked.length} to confirm.
-              </span>
-              <input
-                id={`${titleId}-count`}
-                aria-describedby={`${titleId}-count-hint`}
-                type="text"
-                inputMode="numeric"
-                autoComplete="off"
-                value={count}
-                onChange={(e) => setCount(e.target.value)}
-                aria-invalid={count !== '' && count.trim() !== String(picked.length)}
-                autoFocus
-              />
-            </div>
-            <div className="field">
-              <label htmlFor={`${titleId}-reason`}>Reason</label>
-              <span className="field-hint" id={`${titleId}-reason-hint`}>
-                Required; recorded in the audit log. Ctrl+Enter submits.
-              </span>
-              <textarea
-                id={`${titleId}-reason`}
-                aria-describedby={`${titleId}-reason-hint`}
-                rows={3}
-                required
-                value={reason}
-                onChange={(e) => setReason(e.target.value)}
-              />
-            </div>
-          </>
-        ) : (
-          <section
-            className="bulk-results"
-            aria-label="Result per lease"
-            // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard (axe scrollable-region-focusable)
-            tabIndex={0}
-          >
-            <p id={descId} className="sr-only">
-              {done} released, {refused} refused
-            </p>
-            <table className="bulk-table">
-              <thead>
-                <tr>
-                  <th scope="col" className="bulk-cell bulk-w-id">
-                    Work ID
-                  </th>
-                  <th scope="col" className="bulk-cell bulk-w-conn">
-                    Connection
-                  </th>
-                  <th scope="col" className="bulk-cell">
-                    Result
-                  </th>
+      <h2 id={titleId}>
+        {outcome === null
+          ? `Force release ${picked.length.toLocaleString()} leases?`
+          : `Force release: ${done.toLocaleString()} released, ${refused.toLocaleString()} refused`}
+      </h2>
+      {outcome === null ? (
+        <>
+          <p id={descId}>
+            Each lease's fencing token is bumped, so its holder is fenced out. Each one is released only if
+            its token is still the one shown now; a lease that changed hands since is refused on its own row.
+            Every release is recorded in the audit log with your reason and one shared batch id.
+          </p>
+          <dl className="fields compact">
+            {[...byConnection.values()].map((list) => (
+              <div key={list[0]!.connection.id} className="bulk-conn">
+                <dt>{list[0]!.connection.name}</dt>
+                <dd>
+                  {list.length.toLocaleString()} lease{list.length === 1 ? '' : 's'}, e.g.{' '}
+                  <span className="mono">{visible(list[0]!.row.workId)}</span>
+                </dd>
+              </div>
+            ))}
+          </dl>
+          <div className="field">
+            <label htmlFor={`${titleId}-count`}>Number of leases</label>
+            <span className="field-hint" id={`${titleId}-count-hint`}>
+              Type {picked.length} to confirm.
+            </span>
+            <input
+              id={`${titleId}-count`}
+              aria-describedby={`${titleId}-count-hint`}
+              type="text"
+              inputMode="numeric"
+              autoComplete="off"
+              value={count}
+              onChange={(e) => setCount(e.target.value)}
+              aria-invalid={count !== '' && count.trim() !== String(picked.length)}
+              ref={countRef}
+            />
+          </div>
+          <div className="field">
+            <label htmlFor={`${titleId}-reason`}>Reason</label>
+            <span className="field-hint" id={`${titleId}-reason-hint`}>
+              Required; recorded in the audit log. Ctrl+Enter submits.
+            </span>
+            <textarea
+              id={`${titleId}-reason`}
+              aria-describedby={`${titleId}-reason-hint`}
+              rows={3}
+              required
+              value={reason}
+              onChange={(e) => setReason(e.target.value)}
+            />
+          </div>
+        </>
+      ) : (
+        <section
+          className="bulk-results"
+          aria-label="Result per lease"
+          // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard (axe scrollable-region-focusable)
+          tabIndex={0}
+        >
+          <p id={descId} className="sr-only">
+            {done} released, {refused} refused
+          </p>
+          <table className="bulk-table">
+            <thead>
+              <tr>
+                <th scope="col" className="bulk-cell bulk-w-id">
+                  Work ID
+                </th>
+                <th scope="col" className="bulk-cell bulk-w-conn">
+                  Connection
+                </th>
+                <th scope="col" className="bulk-cell">
+                  Result
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {outcome.map((r) => (
+                <tr key={`${r.connection.id}\u0000${r.workId}`}>
+                  <td className="bulk-cell mono">{visible(r.workId)}</td>
+                  <td className="bulk-cell">{r.connection.name}</td>
+                  <td className={`bulk-cell ${r.ok ? 'bulk-ok' : 'bulk-refused'}`}>
+                    {r.ok ? (
+                      <>
+                        released · token {r.oldToken} → <span className="mono">{r.row?.fencingToken}</span>
+                      </>
+                    ) : (
+                      <>
+                        <strong>{r.error?.code}</strong> {visible(r.error?.message ?? '')}
+                      </>
+                    )}
+                  </td>
                 </tr>
-              </thead>
-              <tbody>
-                {outcome.map((r) => (
-                  <tr key={`${r.connection.id}\u0000${r.workId}`}>
-                    <td className="bulk-cell mono">{visible(r.workId)}</td>
-                    <td className="bulk-cell">{r.connection.name}</td>
-                    <td className={`bulk-cell ${r.ok ? 'bulk-ok' : 'bulk-refused'}`}>
-                      {r.ok ? (
-                        <>
-                          released · token {r.oldToken} → <span className="mono">{r.row?.fencingToken}</span>
-                        </>
-                      ) : (
-                        <>
-                          <strong>{r.error?.code}</strong> {visible(r.error?.message ?? '')}
-                        </>
-                      )}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </section>
-        )}
-        {error !== null && <ErrorNotice error={error} />}
-        <div className="dialog-actions">
-          <button type="button" onClick={onClose}>
-            {outcome === null ? 'Cancel' : 'Close'}
+              ))}
+            </tbody>
+          </table>
+        </section>
+      )}
+      {error !== null && <ErrorNotice error={error} />}
+      <div className="dialog-actions">
+        <button type="button" onClick={onClose}>
+          {outcome === null ? 'Cancel' : 'Close'}
+        </button>
+        {outcome === null && (
+          <button type="submit" className="danger" disabled={!ready}>
+            {pending ? 'Releasing…' : `Force release ${picked.length.toLocaleString()}`}
           </button>
-          {outcome === null && (
-            <button type="submit" className="danger" disabled={!ready}>
-              {pending ? 'Releasing…' : `Force release ${picked.length.toLocaleString()}`}
-            </button>
-          )}
-        </div>
-      </form>
-    </dialog>
+        )}
+      </div>
+    </ModalForm>
   );
 }

@@ -5,19 +5,19 @@
  * holder nobody looked at.
  */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useId, useRef, useState } from 'react';
+import { useId, useRef, useState } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
 import { leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
 import { ConsoleError } from '../../api/client.ts';
-import { keys } from '../../api/queries.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
 import { useServices } from '../../app/context.tsx';
+import { ModalForm } from '../../app/ModalForm.tsx';
 import { Time } from '../../app/Time.tsx';
 import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
 import { formatBytes } from '../../lib/format.ts';
-import { type FleetData, upsertRow } from '../fleet/model.ts';
+import { applyLeaseRow, refreshAfterConflict } from '../fleet/leaseCache.ts';
 
 export interface ForceReleaseDialogProps {
   connection: ConnectionInfo;
@@ -40,7 +40,6 @@ export function ForceReleaseDialog({
 }: ForceReleaseDialogProps) {
   const { client } = useServices();
   const queryClient = useQueryClient();
-  const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const descId = useId();
   const [typed, setTyped] = useState('');
@@ -48,14 +47,6 @@ export function ForceReleaseDialog({
   const [conflict, setConflict] = useState<string | null>(null);
 
   const workRef = useRef<HTMLInputElement>(null);
-  useEffect(() => {
-    const dialog = ref.current;
-    if (dialog !== null && !dialog.open) dialog.showModal();
-    // showModal focuses the first control (a copy button): the confirmation field is where typing goes.
-    workRef.current?.focus();
-    return () => dialog?.close();
-  }, []);
-
   const mutation = useMutation({
     mutationFn: () =>
       client.call('lease.forceRelease', {
@@ -65,29 +56,14 @@ export function ForceReleaseDialog({
         reason: reason.trim(),
       }),
     onSuccess: (released) => {
-      queryClient.setQueryData<FleetData>(keys.fleet(connection.id), (data) =>
-        data === undefined ? data : upsertRow(data, released),
-      );
-      void queryClient.invalidateQueries({ queryKey: ['connections', connection.id, 'audit'] });
+      applyLeaseRow(queryClient, connection.id, released);
       onReleased(released);
     },
     onError: async (err) => {
       if (err instanceof ConsoleError && err.code === 'CONFLICT') {
-        let now = 'different';
-        try {
-          const fresh = await client.call('lease.get', { connectionId: connection.id, workId: row.workId });
-          if (fresh !== null) {
-            now = fresh.fencingToken;
-            queryClient.setQueryData<FleetData>(keys.fleet(connection.id), (data) =>
-              data === undefined ? data : upsertRow(data, fresh),
-            );
-          }
-        } catch {
-          // The explanation stands without the new token.
-        }
-        void queryClient.invalidateQueries({ queryKey: ['connections', connection.id, 'audit'] });
+        const now = await refreshAfterConflict(client, queryClient, connection.id, row.workId);
         setConflict(
-          `The lease changed hands since you opened this dialog: token ${row.fencingToken} is now ${now}. Review and try again.`,
+          `The lease changed hands since you opened this dialog: token ${row.fencingToken} is now ${now ?? 'different'}. Review and try again.`,
         );
       }
     },
@@ -99,127 +75,108 @@ export function ForceReleaseDialog({
   const status = leaseStatus(row, serverNow, connection.thresholds);
 
   return (
-    <dialog
-      ref={ref}
-      className="modal"
-      aria-modal="true"
-      aria-labelledby={titleId}
-      aria-describedby={descId}
-      onCancel={(e) => {
-        e.preventDefault();
-        onClose();
-      }}
+    <ModalForm
+      titleId={titleId}
+      descId={descId}
+      onClose={onClose}
+      onSubmit={() => ready && mutation.mutate()}
+      initialFocus={workRef}
     >
-      <form
-        method="dialog"
-        onSubmit={(e) => {
-          e.preventDefault();
-          if (ready) mutation.mutate();
-        }}
-        onKeyDown={(e) => {
-          // Ctrl+Enter (⌘+Enter) submits from any field, the reason's textarea included.
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-            e.preventDefault();
-            if (ready) mutation.mutate();
-          }
-        }}
-      >
-        <h2 id={titleId}>Force release this lease?</h2>
-        <p id={descId}>
-          The fencing token is bumped, so the holder below is fenced out: its next renew or checkpoint fails
-          with FENCED. The action is recorded in the audit log with your reason.
-        </p>
-        <dl className="fields compact">
-          <dt>Connection</dt>
-          <dd>
-            {connection.name} <EnvBadge env={connection.environment} />
-          </dd>
-          <dt>Work ID</dt>
-          <dd className="mono">
-            {visible(row.workId)} <CopyButton text={row.workId} what="work id" />
-          </dd>
-          <dt>Status</dt>
-          <dd>
-            <StatusBadge status={status} />
-          </dd>
-          <dt>Holder</dt>
-          <dd className="mono">
-            {visible(row.holderId)} <CopyButton text={row.holderId} what="holder" />
-          </dd>
-          <dt>Last heartbeat</dt>
-          <dd>
-            {row.renewedAt === null ? 'never renewed' : <Time at={row.renewedAt} serverNow={serverNow} />}
-          </dd>
-          <dt>Last checkpoint</dt>
-          <dd>
-            {row.checkpointedAt === null ? (
-              'none'
-            ) : (
-              <>
-                <Time at={row.checkpointedAt} serverNow={serverNow} />{' '}
-                <span className="muted">({formatBytes(row.checkpointSize)})</span>
-              </>
-            )}
-          </dd>
-          <dt>Expires</dt>
-          <dd>
-            <Time at={row.expiresAt} serverNow={serverNow} expiry />
-          </dd>
-          <dt>Token being fenced</dt>
-          <dd className="mono">
-            {row.fencingToken} <CopyButton text={row.fencingToken} what="token" />
-          </dd>
-        </dl>
-        <div className="field">
-          <label htmlFor={`${titleId}-work`}>Work ID</label>
-          <span className="field-hint" id={`${titleId}-work-hint`}>
-            Type the work id to confirm. Ctrl+Enter submits.
-          </span>
-          <input
-            id={`${titleId}-work`}
-            aria-describedby={`${titleId}-work-hint`}
-            type="text"
-            autoComplete="off"
-            spellCheck={false}
-            value={typed}
-            onChange={(e) => setTyped(e.target.value)}
-            aria-invalid={typed !== '' && typed !== row.workId}
-            ref={workRef}
-          />
-        </div>
-        <div className="field">
-          <label htmlFor={`${titleId}-reason`}>Reason</label>
-          <span className="field-hint" id={`${titleId}-reason-hint`}>
-            Required; recorded in the audit log.
-          </span>
-          <textarea
-            id={`${titleId}-reason`}
-            aria-describedby={`${titleId}-reason-hint`}
-            rows={3}
-            required
-            value={reason}
-            onChange={(e) => setReason(e.target.value)}
-          />
-        </div>
-        {conflict !== null && (
-          <div className="error-notice" role="alert">
-            {conflict}
-          </div>
-        )}
-        {mutation.error !== null &&
-          conflict === null &&
-          !(mutation.error instanceof ConsoleError && mutation.error.code === 'CONFLICT') && (
-            <ErrorNotice error={mutation.error} />
+      <h2 id={titleId}>Force release this lease?</h2>
+      <p id={descId}>
+        The fencing token is bumped, so the holder below is fenced out: its next renew or checkpoint fails
+        with FENCED. The action is recorded in the audit log with your reason.
+      </p>
+      <dl className="fields compact">
+        <dt>Connection</dt>
+        <dd>
+          {connection.name} <EnvBadge env={connection.environment} />
+        </dd>
+        <dt>Work ID</dt>
+        <dd className="mono">
+          {visible(row.workId)} <CopyButton text={row.workId} what="work id" />
+        </dd>
+        <dt>Status</dt>
+        <dd>
+          <StatusBadge status={status} />
+        </dd>
+        <dt>Holder</dt>
+        <dd className="mono">
+          {visible(row.holderId)} <CopyButton text={row.holderId} what="holder" />
+        </dd>
+        <dt>Last heartbeat</dt>
+        <dd>
+          {row.renewedAt === null ? 'never renewed' : <Time at={row.renewedAt} serverNow={serverNow} />}
+        </dd>
+        <dt>Last checkpoint</dt>
+        <dd>
+          {row.checkpointedAt === null ? (
+            'none'
+          ) : (
+            <>
+              <Time at={row.checkpointedAt} serverNow={serverNow} />{' '}
+              <span className="muted">({formatBytes(row.checkpointSize)})</span>
+            </>
           )}
-        <div className="dialog-actions">
-          <button type="button" onClick={onClose}>
-            {conflict === null ? 'Cancel' : 'Close'}
-          </button>
-          <button type="submit" className="danger" disabled={!ready} aria-keyshortcuts="Control+Enter">
-            Force release
-          </button>
+        </dd>
+        <dt>Expires</dt>
+        <dd>
+          <Time at={row.expiresAt} serverNow={serverNow} expiry />
+        </dd>
+        <dt>Token being fenced</dt>
+        <dd className="mono">
+          {row.fencingToken} <CopyButton text={row.fencingToken} what="token" />
+        </dd>
+      </dl>
+      <div className="field">
+        <label htmlFor={`${titleId}-work`}>Work ID</label>
+        <span className="field-hint" id={`${titleId}-work-hint`}>
+          Type the work id to confirm. Ctrl+Enter submits.
+        </span>
+        <input
+          id={`${titleId}-work`}
+          aria-describedby={`${titleId}-work-hint`}
+          type="text"
+          autoComplete="off"
+          spellCheck={false}
+          value={typed}
+          onChange={(e) => setTyped(e.target.value)}
+          aria-invalid={typed !== '' && typed !== row.workId}
+          ref={workRef}
+        />
+      </div>
+      <div className="field">
+        <label htmlFor={`${titleId}-reason`}>Reason</label>
+        <span className="field-hint" id={`${titleId}-reason-hint`}>
+          Required; recorded in the audit log.
+        </span>
+        <textarea
+          id={`${titleId}-reason`}
+          aria-describedby={`${titleId}-reason-hint`}
+          rows={3}
+          required
+          value={reason}
+          onChange={(e) => setReason(e.target.value)}
+        />
+      </div>
+      {conflict !== null && (
+        <div className="error-notice" role="alert">
+          {conflict}
         </div>
-      </form>
-    </dialog>
+      )}
+      {mutation.error !== null &&
+        conflict === null &&
+        !(mutation.error instanceof ConsoleError && mutation.error.code === 'CONFLICT') && (
+          <ErrorNotice error={mutation.error} />
+        )}
+      <div className="dialog-actions">
+        <button type="button" onClick={onClose}>
+          {conflict === null ? 'Cancel' : 'Close'}
+        </button>
+        <button type="submit" className="danger" disabled={!ready} aria-keyshortcuts="Control+Enter">
+          Force release
+        </button>
+      </div>
+    </ModalForm>
   );
 }

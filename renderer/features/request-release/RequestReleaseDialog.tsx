@@ -6,17 +6,17 @@
  * refused (CONFLICT) instead of asking a holder nobody looked at.
  */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useId, useRef, useState } from 'react';
+import { useId, useRef, useState } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
 import { leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
 import { ConsoleError } from '../../api/client.ts';
-import { keys } from '../../api/queries.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
 import { useServices } from '../../app/context.tsx';
+import { ModalForm } from '../../app/ModalForm.tsx';
 import { Time } from '../../app/Time.tsx';
 import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
-import { type FleetData, upsertRow } from '../fleet/model.ts';
+import { applyLeaseRow, refreshAfterConflict } from '../fleet/leaseCache.ts';
 
 export interface RequestReleaseDialogProps {
   connection: ConnectionInfo;
@@ -52,20 +52,11 @@ export function RequestReleaseDialog({
 }: RequestReleaseDialogProps) {
   const { client } = useServices();
   const queryClient = useQueryClient();
-  const ref = useRef<HTMLDialogElement>(null);
   const reasonRef = useRef<HTMLTextAreaElement>(null);
   const titleId = useId();
   const descId = useId();
   const [reason, setReason] = useState('');
   const [conflict, setConflict] = useState<string | null>(null);
-
-  useEffect(() => {
-    const dialog = ref.current;
-    if (dialog !== null && !dialog.open) dialog.showModal();
-    // showModal focuses the first control (a copy button): the reason is where typing goes.
-    reasonRef.current?.focus();
-    return () => dialog?.close();
-  }, []);
 
   const mutation = useMutation({
     mutationFn: () =>
@@ -76,26 +67,12 @@ export function RequestReleaseDialog({
         reason: reason.trim(),
       }),
     onSuccess: (requested) => {
-      queryClient.setQueryData<FleetData>(keys.fleet(connection.id), (data) =>
-        data === undefined ? data : upsertRow(data, requested),
-      );
-      void queryClient.invalidateQueries({ queryKey: ['connections', connection.id, 'audit'] });
+      applyLeaseRow(queryClient, connection.id, requested);
       onRequested(requested);
     },
     onError: async (err) => {
       if (!(err instanceof ConsoleError && err.code === 'CONFLICT')) return;
-      let now: string | null = null;
-      try {
-        const fresh = await client.call('lease.get', { connectionId: connection.id, workId: row.workId });
-        if (fresh !== null) {
-          now = fresh.fencingToken;
-          queryClient.setQueryData<FleetData>(keys.fleet(connection.id), (data) =>
-            data === undefined ? data : upsertRow(data, fresh),
-          );
-        }
-      } catch {
-        // The explanation stands without the new token.
-      }
+      const now = await refreshAfterConflict(client, queryClient, connection.id, row.workId);
       setConflict(conflictText(err.details?.why, row.fencingToken, now));
     },
   });
@@ -107,101 +84,76 @@ export function RequestReleaseDialog({
   };
 
   return (
-    <dialog
-      ref={ref}
-      className="modal"
-      aria-modal="true"
-      aria-labelledby={titleId}
-      aria-describedby={descId}
-      onCancel={(e) => {
-        e.preventDefault();
-        onClose();
-      }}
-    >
-      <form
-        method="dialog"
-        onSubmit={(e) => {
-          e.preventDefault();
-          submit();
-        }}
-        onKeyDown={(e) => {
-          // Ctrl+Enter (⌘+Enter) submits from any field, the reason's textarea included.
-          if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
-            e.preventDefault();
-            submit();
-          }
-        }}
-      >
-        <h2 id={titleId}>Request release of this lease?</h2>
-        <p id={descId}>
-          The holder below is asked to hand the lease over: it hears of it on its next renew or checkpoint,
-          saves its progress and releases, so the next holder starts with a clean handoff. Nothing is taken
-          away; the token stays. Recorded in the audit log with your reason.
-        </p>
-        <dl className="fields compact">
-          <dt>Connection</dt>
-          <dd>
-            {connection.name} <EnvBadge env={connection.environment} />
-          </dd>
-          <dt>Work ID</dt>
-          <dd className="mono">
-            {visible(row.workId)} <CopyButton text={row.workId} what="work id" />
-          </dd>
-          <dt>Status</dt>
-          <dd>
-            <StatusBadge status={status} />
-          </dd>
-          <dt>Holder</dt>
-          <dd className="mono">
-            {visible(row.holderId)} <CopyButton text={row.holderId} what="holder" />
-          </dd>
-          <dt>Last heartbeat</dt>
-          <dd>
-            {row.renewedAt === null ? 'never renewed' : <Time at={row.renewedAt} serverNow={serverNow} />}
-          </dd>
-          <dt>Expires</dt>
-          <dd>
-            <Time at={row.expiresAt} serverNow={serverNow} expiry />
-          </dd>
-          <dt>Token</dt>
-          <dd className="mono">
-            {row.fencingToken} <CopyButton text={row.fencingToken} what="token" />
-          </dd>
-        </dl>
-        <div className="field">
-          <label htmlFor={`${titleId}-reason`}>Reason</label>
-          <span className="field-hint" id={`${titleId}-reason-hint`}>
-            Required; the holder and the audit log see it. Ctrl+Enter submits.
-          </span>
-          <textarea
-            id={`${titleId}-reason`}
-            aria-describedby={`${titleId}-reason-hint`}
-            rows={3}
-            required
-            value={reason}
-            onChange={(e) => setReason(e.target.value)}
-            ref={reasonRef}
-          />
+    <ModalForm titleId={titleId} descId={descId} onClose={onClose} onSubmit={submit} initialFocus={reasonRef}>
+      <h2 id={titleId}>Request release of this lease?</h2>
+      <p id={descId}>
+        The holder below is asked to hand the lease over: it hears of it on its next renew or checkpoint,
+        saves its progress and releases, so the next holder starts with a clean handoff. Nothing is taken
+        away; the token stays. Recorded in the audit log with your reason.
+      </p>
+      <dl className="fields compact">
+        <dt>Connection</dt>
+        <dd>
+          {connection.name} <EnvBadge env={connection.environment} />
+        </dd>
+        <dt>Work ID</dt>
+        <dd className="mono">
+          {visible(row.workId)} <CopyButton text={row.workId} what="work id" />
+        </dd>
+        <dt>Status</dt>
+        <dd>
+          <StatusBadge status={status} />
+        </dd>
+        <dt>Holder</dt>
+        <dd className="mono">
+          {visible(row.holderId)} <CopyButton text={row.holderId} what="holder" />
+        </dd>
+        <dt>Last heartbeat</dt>
+        <dd>
+          {row.renewedAt === null ? 'never renewed' : <Time at={row.renewedAt} serverNow={serverNow} />}
+        </dd>
+        <dt>Expires</dt>
+        <dd>
+          <Time at={row.expiresAt} serverNow={serverNow} expiry />
+        </dd>
+        <dt>Token</dt>
+        <dd className="mono">
+          {row.fencingToken} <CopyButton text={row.fencingToken} what="token" />
+        </dd>
+      </dl>
+      <div className="field">
+        <label htmlFor={`${titleId}-reason`}>Reason</label>
+        <span className="field-hint" id={`${titleId}-reason-hint`}>
+          Required; the holder and the audit log see it. Ctrl+Enter submits.
+        </span>
+        <textarea
+          id={`${titleId}-reason`}
+          aria-describedby={`${titleId}-reason-hint`}
+          rows={3}
+          required
+          value={reason}
+          onChange={(e) => setReason(e.target.value)}
+          ref={reasonRef}
+        />
+      </div>
+      {conflict !== null && (
+        <div className="error-notice" role="alert">
+          {conflict}
         </div>
-        {conflict !== null && (
-          <div className="error-notice" role="alert">
-            {conflict}
-          </div>
+      )}
+      {mutation.error !== null &&
+        conflict === null &&
+        !(mutation.error instanceof ConsoleError && mutation.error.code === 'CONFLICT') && (
+          <ErrorNotice error={mutation.error} />
         )}
-        {mutation.error !== null &&
-          conflict === null &&
-          !(mutation.error instanceof ConsoleError && mutation.error.code === 'CONFLICT') && (
-            <ErrorNotice error={mutation.error} />
-          )}
-        <div className="dialog-actions">
-          <button type="button" onClick={onClose}>
-            {conflict === null ? 'Cancel' : 'Close'}
-          </button>
-          <button type="submit" className="primary" disabled={!ready} aria-keyshortcuts="Control+Enter">
-            Request release
-          </button>
-        </div>
-      </form>
-    </dialog>
+      <div className="dialog-actions">
+        <button type="button" onClick={onClose}>
+          {conflict === null ? 'Cancel' : 'Close'}
+        </button>
+        <button type="submit" className="primary" disabled={!ready} aria-keyshortcuts="Control+Enter">
+          Request release
+        </button>
+      </div>
+    </ModalForm>
   );
 }
