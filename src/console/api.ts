@@ -483,6 +483,17 @@ export type Result<M extends MethodName> = z.output<(typeof methods)[M]['result'
 
 export const METHOD_NAMES = Object.keys(methods) as MethodName[];
 
+/**
+ * The methods that change a lease, by the action a refusal names. A read-only web server refuses
+ * them before the service is asked (which refuses them on read-only connections as well).
+ */
+export const LEASE_WRITE_ACTIONS: Readonly<Partial<Record<MethodName, 'force-release' | 'request-release'>>> =
+  {
+    'lease.forceRelease': 'force-release',
+    'lease.forceReleaseMany': 'force-release',
+    'lease.requestRelease': 'request-release',
+  };
+
 export function isMethodName(name: unknown): name is MethodName {
   return typeof name === 'string' && Object.hasOwn(methods, name);
 }

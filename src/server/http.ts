@@ -25,7 +25,13 @@ import { fileURLToPath } from 'node:url';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Caller } from '../console/access.ts';
 import type { ConsoleEvent, ErrorDataWire, ResponseEnvelope } from '../console/api.ts';
-import { CLOSE_RESYNC, CLOSE_UNAUTHENTICATED, RequestEnvelopeSchema } from '../console/api.ts';
+import {
+  CLOSE_RESYNC,
+  CLOSE_UNAUTHENTICATED,
+  isMethodName,
+  LEASE_WRITE_ACTIONS,
+  RequestEnvelopeSchema,
+} from '../console/api.ts';
 import { contentTypeFor, isSafeAssetPath } from '../console/assets.ts';
 import { dispatch } from '../console/dispatch.ts';
 import type { ConsoleService } from '../console/service.ts';
@@ -60,7 +66,7 @@ export interface WebServerOptions {
   maxClients?: number;
   /** Directory of the renderer build. Default `dist/renderer` in the package. A minimal page is served when it does not exist. */
   staticDir?: string;
-  /** Refuse `lease.forceRelease` at the transport too (the service refuses it as well when it is read-only). Default false. */
+  /** Refuse every lease write (`LEASE_WRITE_ACTIONS`) at the transport too (the service refuses them as well when it is read-only). Default false. */
   readOnly?: boolean;
   /**
    * Serve Prometheus text at `GET /metrics`, behind the same sign-in as the API (a bearer token, the
@@ -315,13 +321,8 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
       return;
     }
     const { method, params } = envelope.data;
-    if (
-      readOnly &&
-      (method === 'lease.forceRelease' ||
-        method === 'lease.forceReleaseMany' ||
-        method === 'lease.requestRelease')
-    ) {
-      const action = method === 'lease.requestRelease' ? 'request-release' : 'force-release';
+    const action = readOnly && isMethodName(method) ? LEASE_WRITE_ACTIONS[method] : undefined;
+    if (action !== undefined) {
       sendError(res, 403, errData(new ForbiddenError(`the console is read-only: ${action} is refused`)));
       return;
     }
