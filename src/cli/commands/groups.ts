@@ -7,9 +7,10 @@
  */
 import type { LeaseRow } from '../../console/api.ts';
 import { type GroupView, summarizeGroups } from '../../console/groups.ts';
-import type { LeaseBackend, LeaseInfo, ListOptions } from '../../lease/types.ts';
+import type { LeaseInfo } from '../../lease/types.ts';
 import { type GlobalOptions, out, resolveUrl, withBackend } from '../context.ts';
 import { relative, table, terminalText } from '../format.ts';
+import { listAll } from './ls.ts';
 
 export interface GroupsCommandOptions {
   group?: string;
@@ -24,20 +25,6 @@ const toRow = (i: LeaseInfo): Row => ({
   expiresAt: i.expiresAt.getTime(),
   ended: i.ended,
 });
-
-async function listAll(
-  backend: LeaseBackend,
-  filters: Omit<ListOptions, 'cursor' | 'limit'>,
-): Promise<LeaseInfo[]> {
-  const all: LeaseInfo[] = [];
-  let cursor: string | null = null;
-  do {
-    const page = await backend.admin.list({ ...filters, cursor, limit: 1000 });
-    all.push(...page.items);
-    cursor = page.nextCursor;
-  } while (cursor !== null);
-  return all;
-}
 
 function groupJson(g: GroupView) {
   return {
