@@ -10,7 +10,7 @@
  * - `autoResendUnfulfilledCommands: false` and `maxRetriesPerRequest: 0`: a
  *   call in flight when the socket drops is rejected at once (ioredis flushes
  *   its queue on close) → BACKEND_UNAVAILABLE, never replayed after reconnect.
- * - Standalone `enableOfflineQueue: false` plus our own ready gate (index.ts):
+ * - Standalone `enableOfflineQueue: false` plus our own ready gate (send.ts):
  *   a call made while reconnecting waits for the new socket up to
  *   `callTimeoutMs` and is written only then, or fails without ever being
  *   written. ioredis' own offline queue would write a call that already
@@ -19,7 +19,7 @@
  *   whose node connection closed under it to another node. MOVED / ASK /
  *   TRYAGAIN / CLUSTERDOWN are still followed: those replies mean the command
  *   was not executed, so following them cannot double-apply.
- * - Every call is bounded by callTimeoutMs by the driver's watchdog (index.ts),
+ * - Every call is bounded by callTimeoutMs by the driver's watchdog (send.ts),
  *   which also makes a call that timed out while queued unable to run later.
  *   The node connect timeout is half of callTimeoutMs, so a call queued on a
  *   cluster node that is still connecting is normally written well before that.

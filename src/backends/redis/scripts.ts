@@ -43,7 +43,7 @@
  * renew/checkpoint → applied again (later expiry, one more version);
  * release → `EXPIRED` (it already ended); forceRelease → `CONFLICT` (token
  * moved on). So a re-send can turn a success into an error or take a second
- * token: the driver writes each call to the server at most once (index.ts,
+ * token: the driver writes each call to the server at most once (send.ts,
  * connection.ts) and leaves retries to the caller.
  *
  * Cost: server time per call from INFO commandstats (usec_per_call of

@@ -1,0 +1,187 @@
+/**
+ * The change feed of the Redis backend: cursors over the buckets' change streams, reading and
+ * merging them, and the wake-ups of idle readers by sharded Pub/Sub.
+ */
+import type { Redis } from 'ioredis';
+import type { ChangeBatch, ChangeKind, LeaseChange } from '../../lease/types.ts';
+import { createSubscriber, type RedisClient } from './connection.ts';
+import { compareStreamIds, decodeChangeCursor, encodeChangeCursor } from './layout.ts';
+import { parsePacked } from './packed.ts';
+import { S, type Sender } from './send.ts';
+
+const KINDS = new Set<string>([
+  'acquired',
+  'renewed',
+  'checkpointed',
+  'released',
+  'force-released',
+  'release-requested',
+  'pruned',
+]);
+
+export async function changeCursor(io: Sender): Promise<string> {
+  const L = io.layout;
+  // Buckets live on different masters on a cluster: one call per bucket, all in flight at once.
+  const heads = await Promise.all(
+    L.chg.map((key, b) => io.runIn<[string, number]>('changeCursor', S.streamHead, b, [key], [])),
+  );
+  return encodeChangeCursor(heads.map(([id, ordinal]) => ({ id: String(id), ordinal: Number(ordinal) })));
+}
+
+/**
+ * Changes after the cursor, merged across buckets. Only buckets with entries after their cursor
+ * position are read (with the exact gap check of scripts.ts, changesRead). On standalone Redis one
+ * XREAD over every bucket's stream finds them, so an idle poll is one command; a cluster cannot
+ * put keys of different slots in one command, so there every bucket is read (readers there wait
+ * for {@link watchChanges} instead of polling often). XREAD sees nothing in a bucket whose
+ * entries after the cursor were all removed from outside (XTRIM MAXLEN 0, DEL); that gap is
+ * reported with the bucket's next write. The backend's own trimming (MAXLEN ~) always keeps the
+ * newest entries, so it is reported at once.
+ */
+export async function changes(io: Sender, cursor: string, limit: number): Promise<ChangeBatch> {
+  const L = io.layout;
+  const positions = decodeChangeCursor(cursor, L.buckets);
+  // Each bucket contributes at most its share, so one batch costs O(limit) however many buckets are busy;
+  // the merged batch is cut to `limit` and each bucket's cursor moves only past what was returned.
+  const perBucket = Math.max(1, Math.ceil(limit / L.buckets));
+  let busy: number[];
+  if (io.kind === 'redis') {
+    const ids = positions.map((p) => p.id);
+    const found = await io.send<Array<[string, unknown]> | null>('changes', 'xread', [
+      'COUNT',
+      1,
+      'STREAMS',
+      ...L.chg,
+      ...ids,
+    ]);
+    if (found === null) return { changes: [], cursor, gap: false };
+    busy = found.map(([key]) => L.bucketOfStream(key));
+  } else {
+    busy = L.chg.map((_, b) => b);
+  }
+  const replies = await Promise.all(
+    busy.map((b) =>
+      io.runIn<[number, Array<[string, string[]]>]>(
+        'changes',
+        S.changesRead,
+        b,
+        [L.chg[b]!],
+        [positions[b]!.id, perBucket, positions[b]!.ordinal],
+      ),
+    ),
+  );
+  if (replies.some(([gap]) => gap === 1)) return { changes: [], cursor, gap: true };
+  const merged: Array<{ bucket: number; id: string; change: string }> = [];
+  replies.forEach(([, entries], i) => {
+    const bucket = busy[i]!;
+    for (const [id, fields] of entries) merged.push({ bucket, id, change: fields[1] ?? '' });
+  });
+  merged.sort((x, y) => compareStreamIds(x.id, y.id) || x.bucket - y.bucket);
+  const next = positions.map((p) => ({ ...p }));
+  const changes: LeaseChange[] = [];
+  for (const { bucket, id, change } of merged.slice(0, limit)) {
+    next[bucket] = { id, ordinal: next[bucket]!.ordinal + 1 };
+    // kind LF workId LF (packed lease | token LF version): see scripts.ts.
+    const a = change.indexOf('\n');
+    const z = change.indexOf('\n', a + 1);
+    if (a < 0 || z < 0) continue;
+    const kind = change.slice(0, a);
+    const workId = change.slice(a + 1, z);
+    if (!KINDS.has(kind)) continue;
+    if (kind === 'pruned') {
+      const [token = '0', version = '0'] = change.slice(z + 1).split('\n');
+      changes.push({ workId, kind, lease: null, fencingToken: BigInt(token), version: BigInt(version) });
+      continue;
+    }
+    const lease = parsePacked(workId, change, 2);
+    if (lease === null) continue;
+    changes.push({
+      workId,
+      kind: kind as ChangeKind,
+      lease,
+      fencingToken: lease.fencingToken,
+      version: lease.version,
+    });
+  }
+  return { changes, cursor: encodeChangeCursor(next), gap: false };
+}
+
+/** The readers of one backend waiting for writes, and the one subscriber connection that wakes them. */
+export class ChangeWatch {
+  private readonly watchers = new Set<() => void>();
+  private subscriber: RedisClient | null = null;
+  private wakePending = false;
+
+  constructor(private readonly io: Sender) {}
+
+  /**
+   * Wakes `onWake` when a bucket is written: every write script SPUBLISHes on its bucket's shard
+   * channel (scripts.ts), and one subscriber connection per backend (per master on a cluster, by
+   * ioredis' sharded subscribers) listens to all of them, so an idle reader sends no commands at
+   * all. Readers are also woken whenever the subscription (re)connects, since messages published
+   * while it was down are lost.
+   */
+  watchChanges(onWake: () => void): () => void {
+    this.watchers.add(onWake);
+    if (this.subscriber === null) this.subscriber = this.startWatch();
+    let active = true;
+    return () => {
+      if (!active) return;
+      active = false;
+      this.watchers.delete(onWake);
+      if (this.watchers.size === 0) this.stopWatch();
+    };
+  }
+
+  /** One wake-up per burst of messages (a busy bucket publishes thousands a second). */
+  private wakeAll(): void {
+    if (this.wakePending) return;
+    this.wakePending = true;
+    queueMicrotask(() => {
+      this.wakePending = false;
+      for (const w of [...this.watchers]) {
+        try {
+          w();
+        } catch {
+          // One failing watcher must not starve the others.
+        }
+      }
+    });
+  }
+
+  private startWatch(): RedisClient {
+    const sub = createSubscriber(this.io.target, this.io.options);
+    sub.on('error', () => {});
+    sub.on('smessage', () => this.wakeAll());
+    const channels = this.io.layout.wake;
+    if (this.io.kind === 'redis') {
+      // Subscribing again on every connection (autoResubscribe is off) keeps one code path.
+      sub.on('ready', () => {
+        (sub as Redis)
+          .ssubscribe(...channels)
+          .then(() => this.wakeAll())
+          .catch(() => {});
+      });
+    } else {
+      // A channel per slot: ioredis routes each to the master owning it and resubscribes after moves.
+      Promise.all(channels.map((channel) => sub.ssubscribe(channel)))
+        .then(() => this.wakeAll())
+        .catch(() => {});
+      sub.on('ready', () => this.wakeAll());
+    }
+    sub.connect().catch(() => {});
+    return sub;
+  }
+
+  private stopWatch(): void {
+    const sub = this.subscriber;
+    this.subscriber = null;
+    sub?.disconnect();
+  }
+
+  /** Stops the subscription and forgets every reader. */
+  close(): void {
+    this.watchers.clear();
+    this.stopWatch();
+  }
+}
