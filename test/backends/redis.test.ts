@@ -327,28 +327,86 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     try {
       // A cursor taken on empty streams ('0-0' everywhere), then entries added and some trimmed away.
       const start = await b.admin.changeCursor();
-      const rec = await b.acquire(id, 'h1', LIVE);
-      await b.renew(rec, LIVE);
+      let rec = await b.acquire(id, 'h1', LIVE);
       expect((await b.admin.changes({ cursor: start })).gap).toBe(false);
-      const afterRenew = await b.admin.changeCursor();
-      await b.renew(rec, LIVE);
-      await b.renew(rec, LIVE);
+      const afterFirst = await b.admin.changeCursor();
+      await b.release(rec);
+      rec = await b.acquire(id, 'h1', LIVE);
+      await b.release(rec);
       expect(await admin.xtrim(chg, 'MAXLEN', 1)).toBe(3);
       const fromStart = await b.admin.changes({ cursor: start });
       expect(fromStart.gap).toBe(true);
       expect(fromStart.changes).toEqual([]);
       // The cursor's own entry and the one after it were trimmed: changes were lost.
-      expect((await b.admin.changes({ cursor: afterRenew })).gap).toBe(true);
+      expect((await b.admin.changes({ cursor: afterFirst })).gap).toBe(true);
       // A fresh cursor is fine, also after everything was trimmed.
       const fresh = await b.admin.changeCursor();
       expect(await admin.xtrim(chg, 'MAXLEN', 0)).toBe(1);
       const batch = await b.admin.changes({ cursor: fresh });
       expect(batch).toMatchObject({ gap: false, changes: [] });
-      await b.renew(rec, LIVE);
+      rec = await b.acquire(id, 'h1', LIVE);
       const next = await b.admin.changes({ cursor: batch.cursor });
       expect(next.gap).toBe(false);
-      expect(next.changes.map((c) => [c.workId, c.kind, c.version])).toEqual([[id, 'renewed', 5n]]);
+      expect(next.changes.map((c) => [c.workId, c.kind, c.version])).toEqual([[id, 'acquired', 5n]]);
     } finally {
+      admin.disconnect();
+    }
+  });
+
+  it('renew and checkpoint append no change entry and publish no wake-up; acquire and release do both', async () => {
+    const { b, prefix } = await h.open();
+    const layout = new Layout(prefix, 32);
+    const id = 'quiet';
+    const chg = layout.chg[layout.bucketOf(id)]!;
+    const wake = layout.wake[layout.bucketOf(id)]!;
+    const seeds = (await masters(url())).slice(0, 1);
+    const admin = cluster
+      ? new Redis.Cluster(seeds, { lazyConnect: true })
+      : new Redis(url(), { lazyConnect: true });
+    const sub = cluster
+      ? new Redis.Cluster(seeds, { lazyConnect: true, shardedSubscribers: true })
+      : new Redis(url(), { lazyConnect: true });
+    admin.on('error', () => {});
+    sub.on('error', () => {});
+    const messages: string[] = [];
+    sub.on('smessage', (channel: string) => messages.push(channel));
+    await admin.connect();
+    await sub.connect();
+    const until = async (n: number): Promise<void> => {
+      const deadline = Date.now() + BOUND_MS;
+      while (messages.length < n) {
+        if (Date.now() > deadline) throw new Error(`${messages.length} of ${n} wake-ups`);
+        await sleep(10);
+      }
+    };
+    try {
+      await sub.ssubscribe(wake);
+      const rec = await b.acquire(id, 'h', LIVE);
+      await until(1);
+      expect(await admin.xlen(chg)).toBe(1);
+      await b.renew(rec, LIVE);
+      await b.checkpoint(rec, Uint8Array.of(7), LIVE);
+      await b.renew(rec, LIVE);
+      expect(await admin.xlen(chg)).toBe(1);
+      expect((await b.admin.get(id))?.version).toBe(4n);
+      await b.release(rec);
+      // Messages arrive in order on the one subscription: a heartbeat's would come before the release's.
+      await until(2);
+      expect(messages).toEqual([wake, wake]);
+      expect(await admin.xlen(chg)).toBe(2);
+      const entries = await admin.xrange(chg, '-', '+');
+      expect(entries.map(([, fields]) => fields[1]!.split('\n').slice(0, 2))).toEqual([
+        ['acquired', id],
+        ['released', id],
+      ]);
+      // The release's entry carries the lease as the heartbeats left it.
+      const released = await b.admin.get(id);
+      expect(released).toMatchObject({ version: 5n, checkpointSize: 1, ended: 'released' });
+      expect(entries[1]![1][1]).toBe(
+        `released\n${id}\n${await admin.hget(layout.m[layout.bucketOf(id)]!, id)}`,
+      );
+    } finally {
+      sub.disconnect();
       admin.disconnect();
     }
   });
@@ -426,7 +484,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
       const seen = wakes;
       const rec = await b.acquire(id, 'h', LIVE);
       await waitWake(seen);
-      await b.renew(rec, LIVE);
+      await b.release(rec);
       await waitWake(seen + 1);
     }
     stop!();

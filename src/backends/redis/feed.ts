@@ -9,15 +9,11 @@ import { compareStreamIds, decodeChangeCursor, encodeChangeCursor } from './layo
 import { parsePacked } from './packed.ts';
 import { S, type Sender } from './send.ts';
 
-const KINDS = new Set<string>([
-  'acquired',
-  'renewed',
-  'checkpointed',
-  'released',
-  'force-released',
-  'release-requested',
-  'pruned',
-]);
+/**
+ * The kinds this backend delivers. Entries of `renewed` and `checkpointed`, which versions before
+ * the feed's contract change wrote, are skipped (the cursor still moves past them).
+ */
+const KINDS = new Set<string>(['acquired', 'released', 'force-released', 'release-requested', 'pruned']);
 
 export async function changeCursor(io: Sender): Promise<string> {
   const L = io.layout;
@@ -115,7 +111,7 @@ export class ChangeWatch {
   constructor(private readonly io: Sender) {}
 
   /**
-   * Wakes `onWake` when a bucket is written: every write script SPUBLISHes on its bucket's shard
+   * Wakes `onWake` when a bucket gets a change entry: every script that adds one SPUBLISHes on its shard
    * channel (scripts.ts), and one subscriber connection per backend (per master on a cluster, by
    * ioredis' sharded subscribers) listens to all of them, so an idle reader sends no commands at
    * all. Readers are also woken whenever the subscription (re)connects, since messages published

@@ -170,7 +170,7 @@ class RedisDriver implements LeaseDriver {
       'checkpoint',
       S.checkpoint,
       b,
-      [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!, L.stateKey(b, record.workId)],
+      [L.m[b]!, L.exp[b]!, L.stateKey(b, record.workId)],
       [record.workId, record.fencingToken.toString(), String(ttlMs), bytes],
     );
     const { request } = this.guarded(record, reply);
@@ -185,7 +185,7 @@ class RedisDriver implements LeaseDriver {
       'renew',
       S.renew,
       b,
-      [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!],
+      [L.m[b]!, L.exp[b]!],
       [record.workId, record.fencingToken.toString(), String(ttlMs)],
     );
     const { expiresAt, request } = this.guarded(record, reply);

@@ -17,9 +17,9 @@
  * | `<P>:{<P>:b<n>}:s:<workId>` | string  | the checkpoint bytes of one work item                          |
  * | `<P>:{<P>:b<n>}:ids`        | zset    | workIds, score 0 (lexicographic index for paged listing)      |
  * | `<P>:{<P>:b<n>}:exp`        | zset    | workId → expires_at ms, a lower bound (see scripts.ts), for prune |
- * | `<P>:{<P>:b<n>}:chg`        | stream  | change feed, one field `c` = kind LF workId LF packed lease, `MAXLEN ~ 10000` |
+ * | `<P>:{<P>:b<n>}:chg`        | stream  | change feed (acquire, release, force-release, request-release, prune; not renew or checkpoint), one field `c` = kind LF workId LF packed lease, `MAXLEN ~ 10000` |
  * | `<P>:{<P>:b<n>}:aud`        | stream  | admin audit log (force-release, request-release), `MAXLEN ~ 10000` |
- * | `<P>:{<P>:b<n>}:w`          | channel | shard channel: every write SPUBLISHes an empty message (wakes idle change readers) |
+ * | `<P>:{<P>:b<n>}:w`          | channel | shard channel: every write that adds a change entry SPUBLISHes an empty message (wakes idle change readers) |
  *
  * (`<P>` is the key prefix.) A packed lease is the {@link INFO_FIELDS} values
  * as decimal strings or words joined by LF ('' for none); LF cannot occur in
