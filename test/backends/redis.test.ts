@@ -411,6 +411,42 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     }
   });
 
+  // The cork is for standalone connections only (send.ts).
+  it.skipIf(cluster)(
+    'writes a lone call at once and the calls sent while others are in flight together',
+    async () => {
+      const { b } = await h.open();
+      const recs = await Promise.all(Array.from({ length: 32 }, (_, i) => b.acquire(`cork-${i}`, 'h', LIVE)));
+      const proto = net.Socket.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+      const write = proto._write!;
+      const writev = proto._writev!;
+      let writes = 0;
+      let chunks = 0;
+      proto._write = function (this: unknown, ...a: unknown[]) {
+        writes++;
+        chunks++;
+        return write.apply(this, a);
+      };
+      proto._writev = function (this: unknown, ...a: unknown[]) {
+        writes++;
+        chunks += (a[0] as unknown[]).length;
+        return writev.apply(this, a);
+      };
+      try {
+        await b.renew(recs[0]!, LIVE);
+        expect([writes, chunks]).toEqual([1, 1]);
+        writes = 0;
+        chunks = 0;
+        await Promise.all(recs.map((r) => b.renew(r, LIVE)));
+        // The first at once, the other 31 in one writev on the next tick.
+        expect([writes, chunks]).toEqual([2, 32]);
+      } finally {
+        proto._write = write;
+        proto._writev = writev;
+      }
+    },
+  );
+
   it('keeps two prefixes apart', async () => {
     const { b: one, prefix: p1 } = await h.open();
     const { b: two, prefix: p2 } = await h.open();
