@@ -117,6 +117,10 @@ function pack(changed: Partial<Record<Name, string>>): string {
 function split(
   read: readonly Name[],
   replaced: readonly Name[],
+  /** Other local names for read fields (a script that keeps its own locals of those names). */
+  as: Partial<Record<Name, string>> = {},
+  /** False when the script never rebuilds the lease: the runs it copies are then not captured. */
+  rebuild = true,
 ): { unpack: string; pack: (changed: Partial<Record<Name, string>>) => string } {
   type Part = { lit: string } | { field: Name } | { set: Name } | { run: string; name: string };
   const parts: Part[] = [];
@@ -143,10 +147,20 @@ function split(
   });
   flush();
   const any = (n: Name): string => (n === 'rq' ? '.*' : '[^\\n]*');
-  const captures = parts.flatMap((x) => ('field' in x ? [x.field] : 'run' in x ? [x.name] : []));
+  const captures = parts.flatMap((x) =>
+    'field' in x ? [as[x.field] ?? x.field] : 'run' in x && rebuild ? [x.name] : [],
+  );
   const pattern = parts
     .map((x) =>
-      'field' in x ? `(${any(x.field)})` : 'set' in x ? any(x.set) : 'run' in x ? `(${x.run})` : x.lit,
+      'field' in x
+        ? `(${any(x.field)})`
+        : 'set' in x
+          ? any(x.set)
+          : 'run' in x
+            ? rebuild
+              ? `(${x.run})`
+              : x.run
+            : x.lit,
     )
     .join('');
   const unpack = `local ${captures.join(', ')} = string.match(m, '^${pattern}$')`;
@@ -154,7 +168,7 @@ function split(
     parts
       .map((x) => {
         if ('run' in x) return x.name;
-        if ('field' in x) return changed[x.field] ?? x.field;
+        if ('field' in x) return changed[x.field] ?? as[x.field] ?? x.field;
         if ('set' in x) {
           const v = changed[x.set];
           if (v === undefined) throw new Error(`split: no value for the replaced field ${x.set}`);
@@ -278,6 +292,14 @@ export interface ScriptDef {
  *   (`pred_end`: none — new or pruned, released, force-released, expired) with `clean` = 1 for
  *   none/released.
  */
+/** What acquire reads of a previous lease (7 captures instead of 15; {@link split}). */
+const ACQUIRE_READ = split(
+  ['holder', 'tok', 'exp', 'chk', 'size', 'ended', 'ver'],
+  [],
+  { tok: 't', chk: 'ck', size: 'sz', ver: 'v' },
+  false,
+).unpack;
+
 export const acquire: ScriptDef = {
   numberOfKeys: 6,
   lua: `${EMIT}${IDENTITY}
@@ -285,7 +307,7 @@ local m = redis.call('HGET', KEYS[1], ARGV[1])
 ${NOW}${TOKENS}
 local tok, ver, chk, size, pred, clean, fresh = nextToken(nil), '1', '', '', 'none', '1', true
 if m then
-  local holder, t, exp, _, _, _, _, ck, _, sz, _, _, ended, v = string.match(m, '${PATTERN}')
+  ${ACQUIRE_READ}
   if not t then
     tok = nextToken(m)
   else
