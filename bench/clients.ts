@@ -5,9 +5,9 @@
  *
  * - Redis: the one-key Lua script of bench/lease.ts (EVALSHA; HGET then HSET on one hash, 64
  *   hashes) through ioredis (the baseline), ioredis with `enableAutoPipelining`, iovalkey
- *   (ioredis' fork) and @redis/client (node-redis 5+; RESP3, its default), each with its own
- *   single connection and its own script helper (defineCommand / defineScript), the same
- *   script text; at 1 and 64 in flight.
+ *   (ioredis' fork) and @redis/client (node-redis 5+; with RESP3, its default, and with RESP2
+ *   as ioredis speaks), each with its own single connection and its own script helper
+ *   (defineCommand / defineScript), the same script text; at 1 and 64 in flight.
  * - PostgreSQL: the prepared one-row upsert of bench/lease.ts (`INSERT … ON CONFLICT (id) DO
  *   UPDATE SET n = n + 1 … RETURNING *`, 64 rows) through `pg` (a `pg.Pool`, the baseline)
  *   and postgres.js (`postgres`, `sql.unsafe(text, params, { prepare: true })`), both with
@@ -62,8 +62,7 @@ async function table(
   console.log(`\n${title}, median of ${opts.rounds}, load average ${loadText()}`);
   console.log(header());
   for (const inFlight of levels) {
-    const ops = inFlight === 1 ? Math.max(200, Math.floor(opts.ops / 4)) : opts.ops;
-    for (const row of await interleave(base, others, { ops, inFlight, rounds: opts.rounds }))
+    for (const row of await interleave(base, others, { ops: opts.ops, inFlight, rounds: opts.rounds }))
       console.log(formatRow(row));
   }
   console.log(`load average ${loadText()}`);
@@ -74,22 +73,24 @@ export async function benchRedisClients(opts: Opts & { url: string }): Promise<v
   const io = new Redis(opts.url);
   const ioAuto = new Redis(opts.url, { enableAutoPipelining: true });
   const valkey = new Valkey(opts.url);
-  const node = createClient({
-    url: opts.url,
-    scripts: {
-      benchRaw: defineScript({
-        SCRIPT: RAW_SCRIPT,
-        NUMBER_OF_KEYS: 1,
-        parseCommand(parser, key: string, at: string) {
-          parser.pushKey(key);
-          parser.push(at);
-        },
-        transformReply: undefined as unknown as () => number,
-      }),
-    },
-  });
-  node.on('error', () => {});
-  await node.connect();
+  const scripts = {
+    benchRaw: defineScript({
+      SCRIPT: RAW_SCRIPT,
+      NUMBER_OF_KEYS: 1,
+      parseCommand(parser, key: string, at: string) {
+        parser.pushKey(key);
+        parser.push(at);
+      },
+      transformReply: undefined as unknown as () => number,
+    }),
+  };
+  const node = createClient({ url: opts.url, scripts });
+  // RESP2, as ioredis speaks: the same replies on the wire.
+  const node2 = createClient({ url: opts.url, scripts, RESP: 2 });
+  for (const c of [node, node2]) {
+    c.on('error', () => {});
+    await c.connect();
+  }
   const contender = (name: string, call: RawCall): Contender => ({
     name,
     prepare: async () => (i) => call(`${ns}:raw:${i % 64}`, String(i)),
@@ -99,12 +100,13 @@ export async function benchRedisClients(opts: Opts & { url: string }): Promise<v
     contender('ioredis 5 autopipelining', ioredisLike(ioAuto)),
     contender('iovalkey', ioredisLike(valkey)),
     contender('@redis/client', (key, at) => node.benchRaw(key, at)),
+    contender('@redis/client RESP2', (key, at) => node2.benchRaw(key, at)),
   ];
   try {
     // Warm up: connections, script caches, JIT.
     for (const c of clients) await measure(1000, 64, await c.prepare(1000, 64));
     await table(
-      `redis (${opts.url}): one-key Lua script (EVALSHA, HGET+HSET), ${opts.ops} calls per measurement (a quarter at 1 in flight), ratio against ioredis`,
+      `redis (${opts.url}): one-key Lua script (EVALSHA, HGET+HSET), ${opts.ops} calls per measurement, ratio against ioredis`,
       clients[0]!,
       clients.slice(1),
       [1, 64],
@@ -115,6 +117,7 @@ export async function benchRedisClients(opts: Opts & { url: string }): Promise<v
     ioAuto.disconnect();
     valkey.disconnect();
     node.destroy();
+    node2.destroy();
     await unlinkPrefix(opts.url, ns);
   }
 }
@@ -144,7 +147,7 @@ export async function benchPgClients(opts: Opts & { url: string; pool: number })
     // Warm up: every connection of both pools opened, the statement prepared on each.
     for (const c of clients) await measure(1000, opts.pool, await c.prepare(1000, opts.pool));
     await table(
-      `postgres (${opts.url}): prepared one-row upsert, ${opts.pool} connections, ${opts.ops} calls per measurement (a quarter at 1 in flight), ratio against pg`,
+      `postgres (${opts.url}): prepared one-row upsert, ${opts.pool} connections, ${opts.ops} calls per measurement, ratio against pg`,
       clients[0]!,
       clients.slice(1),
       [1, 16],

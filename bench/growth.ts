@@ -179,7 +179,7 @@ async function growth(kind: 'redis' | 'postgres'): Promise<void> {
     const wanted = new Set(sampleAt.flat());
     const kept = new Map<number, LeaseRecord>();
     console.log(
-      `\n${kind} (${t.url}): renews with N leases stored, ${OPS} renews per measurement (a quarter at 1 in flight), median of ${ROUNDS}, load average ${loadText()}`,
+      `\n${kind} (${t.url}): renews with N leases stored, ${OPS} renews per measurement, median of ${ROUNDS}, load average ${loadText()}`,
     );
     console.log(
       `${'leases'.padStart(9)}${'fill s'.padStart(9)}${'fill/s'.padStart(9)}${'bytes/lease'.padStart(13)}${'in flight'.padStart(11)}${'renews/s'.padStart(10)}${'baseline/s'.padStart(12)}${'ratio'.padStart(8)}${'cpu us/renew'.padStart(14)}`,
@@ -204,8 +204,7 @@ async function growth(kind: 'redis' | 'postgres'): Promise<void> {
       await measure(OPS, 64, await renew.prepare(OPS, 64));
       await measure(OPS, 64, t.raw);
       for (const inFlight of IN_FLIGHT) {
-        const ops = inFlight === 1 ? Math.max(200, Math.floor(OPS / 4)) : OPS;
-        const [b, r] = await interleave(base, [renew], { ops, inFlight, rounds: ROUNDS });
+        const [b, r] = await interleave(base, [renew], { ops: OPS, inFlight, rounds: ROUNDS });
         const first = inFlight === IN_FLIGHT[0];
         console.log(
           `${(first ? String(size) : '').padStart(9)}${(first ? ((size - from) / fill.rate).toFixed(1) : '').padStart(9)}${(first ? fill.rate.toFixed(0) : '').padStart(9)}${(first ? bytes.toFixed(0) : '').padStart(13)}${String(inFlight).padStart(11)}${r!.rate.toFixed(0).padStart(10)}${b!.rate.toFixed(0).padStart(12)}${r!.ratio.toFixed(2).padStart(7)}x${r!.cpuUs.toFixed(1).padStart(14)}`,
