@@ -15,9 +15,11 @@
  *
  * Rounds alternate baseline, every other client (order rotated each round), baseline; each
  * ratio is the client's calls per second over the mean of the two baseline rates around it,
- * median of `--rounds`. `cpu us/call` is this process's CPU time (user + system, V8's helper
- * threads included) over the measurement, per call: the client's cost, which the ratios on a
- * loaded 2-core machine can hide. Keys and the table live under a random `bench_…` prefix /
+ * median of `--rounds` (the median of the per-round ratios, which compare neighbouring
+ * measurements: it can differ from the ratio of the median rates when the load moves).
+ * `cpu us/call` is this process's CPU time (user + system, V8's helper threads included) over
+ * the measurement, per call: the client's cost, which the ratios on a loaded 2-core machine
+ * can hide. Keys and the table live under a random `bench_…` prefix /
  * schema, removed at the end.
  *
  * Usage: npm run bench:clients -- [--backends redis,postgres] [--rounds 3] [--ops 2000]

@@ -3,7 +3,9 @@
  * baseline and one or more contenders run the same number of calls at the same number in
  * flight, in interleaved rounds (base, contender…, base), and each contender's ratio is its
  * rate over the mean of the two baseline rates around it. Rates, ratios and client CPU per
- * call are the medians over the rounds. Nothing here does I/O of its own.
+ * call are the medians over the rounds, each taken on its own: when the machine's load moves
+ * between rounds, the median ratio (which compares neighbours) is the figure to read, and it
+ * can differ from the ratio of the two median rates. Nothing here does I/O of its own.
  */
 import { loadavg } from 'node:os';
 

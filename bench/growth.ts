@@ -12,7 +12,7 @@
  * - renews per second at 1 and 64 in flight, on 4 096 leases spread evenly over all those
  *   stored (in-flight calls never share one), in interleaved rounds against the raw baseline
  *   of `npm run bench` (the one-key Lua script / the prepared one-row upsert on 64 keys, which
- *   does not grow): the ratio column is renews over baseline, median of `--rounds`, so a flat
+ *   does not grow): the ratio column is renews over baseline, median of the per-round ratios, so a flat
  *   ratio from the smallest to the largest size is flat renew cost even when the machine's
  *   load moved between sizes.
  *

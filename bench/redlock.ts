@@ -11,7 +11,8 @@
  * waits on the other's lock and the stored data does not grow during a run.
  *
  * Rounds alternate redlock, worklease, redlock; the ratio is worklease's cycles per second
- * over the mean of the two redlock rates around it, median of `--rounds`; the target is at
+ * over the mean of the two redlock rates around it, median of `--rounds` (of the per-round
+ * ratios, so it can differ from the ratio of the median rates); the target is at
  * least 1.2x. `cpu us/call` is this process's CPU time (user + system) per cycle. Keys live
  * under a random `bench_…` prefix, removed at the end.
  *
