@@ -25,7 +25,13 @@
  * OpenTelemetry meter provider (the SDK's, with a reader) against the same backend opened
  * without one, in alternating rounds; the target is at most 5 % fewer calls per second.
  *
- * Usage: npm run bench -- [--backends postgres,redis,redis-wait] [--rounds 3] [--ops 2000]
+ * Comparisons with other tools (bench/comparisons.ts), by `--backends` name: `redlock`,
+ * worklease acquire+release cycles against node-redlock on the same Redis (target at least
+ * 1.2x); `redis-clients`, the Redis baseline through ioredis, iovalkey and @redis/client;
+ * `pg-clients`, the Postgres baseline through pg and postgres.js (with client CPU per call).
+ *
+ * Usage: npm run bench -- [--backends postgres,redis,redis-wait,redlock,redis-clients,pg-clients]
+ *        [--rounds 3] [--ops 2000]
  *        [--pg <url>] [--redis <url>] [--pool 16] [--telemetry-only]
  */
 
@@ -40,9 +46,10 @@ import { startReplicatedRedis } from '../src/chaos/servers.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
 import { Telemetry } from '../src/lease/telemetry.ts';
 import { benchArgs, intArg } from './args.ts';
+import { COMPARISONS, runComparison } from './comparisons.ts';
 
 const args = benchArgs(import.meta.filename, {
-  backends: { type: 'string', default: 'postgres,redis,redis-wait' },
+  backends: { type: 'string', default: 'postgres,redis,redis-wait,redlock,redis-clients,pg-clients' },
   rounds: { type: 'string', default: '3' },
   ops: { type: 'string', default: '2000' },
   pg: {
@@ -443,13 +450,15 @@ console.log(
     .join(' ')}`,
 );
 for (const kind of args.backends.split(',')) {
+  const compared = { redis: args.redis, pg: args.pg, rounds: ROUNDS, ops: OPS, pool: POOL };
+  if (await runComparison(kind, { ...compared, skip: args['telemetry-only'] })) continue;
   if (kind === 'redis-wait') {
     if (!args['telemetry-only']) await benchDurability();
   } else if (kind === 'postgres' || kind === 'redis') {
     if (!args['telemetry-only']) await benchBackend(kind);
     if (!args['telemetry-only'] && kind === 'postgres') await benchPgFeed(args.pg);
     await benchTelemetry(kind);
-  } else throw new Error(`unknown backend ${kind} (postgres, redis, redis-wait)`);
+  } else throw new Error(`unknown backend ${kind} (postgres, redis, redis-wait, ${COMPARISONS.join(', ')})`);
 }
 console.log(
   `load average ${loadavg()

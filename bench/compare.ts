@@ -1,0 +1,119 @@
+/**
+ * Side-by-side measurement for the comparison benches (redlock.ts, clients.ts, growth.ts): a
+ * baseline and one or more contenders run the same number of calls at the same number in
+ * flight, in interleaved rounds (base, contender…, base), and each contender's ratio is its
+ * rate over the mean of the two baseline rates around it. Rates, ratios and client CPU per
+ * call are the medians over the rounds, each taken on its own: when the machine's load moves
+ * between rounds, the median ratio (which compares neighbours) is the figure to read, and it
+ * can differ from the ratio of the two median rates. Nothing here does I/O of its own.
+ */
+import { loadavg } from 'node:os';
+
+/** One timed call: `i` numbers the call in its measurement, `worker` the in-flight slot running it. */
+export type Call = (i: number, worker: number) => Promise<unknown>;
+
+export interface Measurement {
+  /** Calls per second (wall clock). */
+  rate: number;
+  /** Client CPU (user + system of this whole process) per call, in microseconds. */
+  cpuUs: number;
+}
+
+/** Runs `ops` calls with `inFlight` outstanding at a time (each slot awaits its own call before the next). */
+export async function measure(ops: number, inFlight: number, fn: Call): Promise<Measurement> {
+  let next = 0;
+  const cpu0 = process.cpuUsage();
+  const start = process.hrtime.bigint();
+  await Promise.all(
+    Array.from({ length: inFlight }, async (_, worker) => {
+      while (next < ops) {
+        const i = next++;
+        await fn(i, worker);
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  const cpu = process.cpuUsage(cpu0);
+  return { rate: ops / seconds, cpuUs: (cpu.user + cpu.system) / ops };
+}
+
+export const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? Number.NaN;
+};
+
+export const loadText = (): string =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
+
+export interface Contender {
+  name: string;
+  /** Called before every measurement of this contender (untimed); returns the timed call. */
+  prepare(ops: number, inFlight: number): Promise<Call>;
+}
+
+export interface Row {
+  name: string;
+  inFlight: number;
+  rate: number;
+  cpuUs: number;
+  /** Against the baseline around it; 1 for the baseline itself. */
+  ratio: number;
+}
+
+/**
+ * `rounds` rounds of: base, every contender (their order rotated each round so that none always
+ * runs right after the baseline), base. Returns the baseline's row, then one row per contender.
+ */
+export async function interleave(
+  base: Contender,
+  contenders: readonly Contender[],
+  opts: { ops: number; inFlight: number; rounds: number },
+): Promise<Row[]> {
+  const { ops, inFlight, rounds } = opts;
+  const bases: Measurement[] = [];
+  const runs = contenders.map(() => ({ m: [] as Measurement[], ratios: [] as number[] }));
+  for (let r = 0; r < rounds; r++) {
+    const before = await measure(ops, inFlight, await base.prepare(ops, inFlight));
+    const got: Measurement[] = new Array(contenders.length);
+    for (let k = 0; k < contenders.length; k++) {
+      const c = (k + r) % contenders.length;
+      got[c] = await measure(ops, inFlight, await contenders[c]!.prepare(ops, inFlight));
+    }
+    const after = await measure(ops, inFlight, await base.prepare(ops, inFlight));
+    const baseRate = (before.rate + after.rate) / 2;
+    bases.push({ rate: baseRate, cpuUs: (before.cpuUs + after.cpuUs) / 2 });
+    got.forEach((m, c) => {
+      runs[c]!.m.push(m);
+      runs[c]!.ratios.push(m.rate / baseRate);
+    });
+  }
+  const row = (name: string, ms: Measurement[], ratio: number): Row => ({
+    name,
+    inFlight,
+    rate: median(ms.map((m) => m.rate)),
+    cpuUs: median(ms.map((m) => m.cpuUs)),
+    ratio,
+  });
+  return [
+    row(base.name, bases, 1),
+    ...contenders.map((c, k) => row(c.name, runs[k]!.m, median(runs[k]!.ratios))),
+  ];
+}
+
+/** The table's header line, for rows printed by {@link formatRow}. */
+export function header(first = 'client'): string {
+  return `${first.padEnd(28)}${'in flight'.padStart(10)}${'calls/s'.padStart(12)}${'cpu us/call'.padStart(13)}${'ratio'.padStart(8)}`;
+}
+
+/** One table line; `target` marks a contender whose ratio is below it. */
+export function formatRow(r: Row, target?: number): string {
+  const below = target !== undefined && r.ratio < target ? `  (below the ${target} target)` : '';
+  return `${r.name.padEnd(28)}${String(r.inFlight).padStart(10)}${r.rate.toFixed(0).padStart(12)}${r.cpuUs.toFixed(1).padStart(13)}${r.ratio.toFixed(2).padStart(7)}x${below}`;
+}
+
+/** True when the module at `file` (its `import.meta.filename`) is the script node was started with. */
+export function isMain(file: string): boolean {
+  return process.argv[1] !== undefined && file === process.argv[1];
+}

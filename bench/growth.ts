@@ -1,0 +1,221 @@
+/**
+ * `npm run bench:growth` — does a renew cost the same with 1 000 or 1 000 000 leases stored,
+ * and how many bytes does a stored lease take, on Redis and PostgreSQL.
+ *
+ * For each backend a fresh namespace is grown to each of `--sizes` in turn (default 1 000,
+ * 100 000, 1 000 000) through the library's own `acquire` calls (`--fill` in flight, ttl 1 h,
+ * work ids `g<n>`); the fill's time and rate are printed. Then, at that size:
+ * - bytes per lease: Redis `INFO memory` `used_memory` now minus right after the backend
+ *   opened, over the stored leases; PostgreSQL `pg_total_relation_size` (heap + indexes +
+ *   TOAST) of every table of the schema, over the stored leases, read before any renew at
+ *   that size;
+ * - renews per second at 1 and 64 in flight, on 4 096 leases spread evenly over all those
+ *   stored (in-flight calls never share one), in interleaved rounds against the raw baseline
+ *   of `npm run bench` (the one-key Lua script / the prepared one-row upsert on 64 keys, which
+ *   does not grow): the ratio column is renews over baseline, median of the per-round ratios, so a flat
+ *   ratio from the smallest to the largest size is flat renew cost even when the machine's
+ *   load moved between sizes.
+ *
+ * Redis runs on a private `redis-server` (no persistence, loopback port, its own folder,
+ * stopped and removed at the end) so that `used_memory` counts this bench's keys only and a
+ * million leases do not land on the shared server; `--redis <url>` uses that server instead
+ * (a random key prefix, its keys unlinked at the end). PostgreSQL uses a random `bench_…`
+ * schema on `--pg`, dropped at the end. The load average is printed with every table.
+ *
+ * Usage: npm run bench:growth -- [--backends redis,postgres] [--sizes 1000,100000,1000000]
+ *        [--rounds 3] [--ops 2000] [--fill 256] [--redis private|<url>] [--pg <url>] [--pool 16]
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { startRedisServer } from '../src/chaos/servers.ts';
+import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
+import { benchArgs, intArg } from './args.ts';
+import { dropSchema, unlinkPrefix } from './cleanup.ts';
+import { type Contender, interleave, loadText, measure } from './compare.ts';
+
+const file = import.meta.filename;
+const args = benchArgs(file, {
+  backends: { type: 'string', default: 'redis,postgres' },
+  sizes: { type: 'string', default: '1000,100000,1000000' },
+  rounds: { type: 'string', default: '3' },
+  ops: { type: 'string', default: '2000' },
+  fill: { type: 'string', default: '256' },
+  redis: { type: 'string', default: 'private' },
+  pg: {
+    type: 'string',
+    default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+  },
+  pool: { type: 'string', default: '16' },
+});
+/** Exits 2 with `message`, as bench/args.ts does for its own errors. */
+function usageError(message: string): never {
+  process.stderr.write(`${message}\n(--help for more)\n`);
+  process.exit(2);
+}
+const SIZES = args.sizes.split(',').map((s) => intArg(file, 'sizes', s));
+for (let k = 1; k < SIZES.length; k++)
+  if (SIZES[k]! <= SIZES[k - 1]!) usageError(`--sizes must be increasing, got ${args.sizes}`);
+const ROUNDS = intArg(file, 'rounds', args.rounds);
+const OPS = intArg(file, 'ops', args.ops);
+const FILL = intArg(file, 'fill', args.fill);
+const POOL = intArg(file, 'pool', args.pool);
+const KINDS = args.backends.split(',');
+for (const kind of KINDS)
+  if (kind !== 'redis' && kind !== 'postgres')
+    usageError(`--backends: unknown backend ${kind} (redis, postgres)`);
+
+const TTL_MS = 3_600_000;
+/** Renewed leases per size, spread evenly over the stored ones. */
+const SAMPLE = 4096;
+const IN_FLIGHT = [1, 64];
+const RAW_SCRIPT = `local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0') + 1
+redis.call('HSET', KEYS[1], 'n', n, 'at', ARGV[1])
+return n`;
+
+interface Target {
+  url: string;
+  backend: LeaseBackend;
+  /** The raw baseline call. */
+  raw: (i: number) => Promise<unknown>;
+  /** What one stored lease takes, in bytes, with `leases` stored. */
+  bytesPerLease(leases: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+async function redisTarget(): Promise<Target> {
+  const server = args.redis === 'private' ? await startRedisServer() : null;
+  const url = server?.url ?? args.redis;
+  const ns = `bench_${randomBytes(4).toString('hex')}`;
+  const admin = new Redis(url);
+  const used = async (): Promise<number> => {
+    const info = await admin.info('memory');
+    return Number(/^used_memory:(\d+)/m.exec(info)?.[1]);
+  };
+  try {
+    const backend = await openBackend(url, { keyPrefix: ns });
+    admin.defineCommand('benchRaw', { numberOfKeys: 1, lua: RAW_SCRIPT });
+    const raw = (admin as unknown as { benchRaw(key: string, at: string): Promise<number> }).benchRaw.bind(
+      admin,
+    );
+    // The baseline's 64 hashes exist before the first reading, so they are not counted as leases'.
+    for (let i = 0; i < 64; i++) await raw(`${ns}:raw:${i}`, '0');
+    const used0 = await used();
+    return {
+      url: `${backend.url}${server === null ? '' : ' (private redis-server)'}`,
+      backend,
+      raw: (i) => raw(`${ns}:raw:${i % 64}`, String(i)),
+      bytesPerLease: async (leases) => ((await used()) - used0) / leases,
+      close: async () => {
+        await backend.close();
+        if (server !== null) {
+          admin.disconnect();
+          await server.stop();
+        } else {
+          admin.disconnect();
+          await unlinkPrefix(url, ns);
+        }
+      },
+    };
+  } catch (err) {
+    admin.disconnect();
+    await server?.stop();
+    throw err;
+  }
+}
+
+async function pgTarget(): Promise<Target> {
+  const url = args.pg;
+  const ns = `bench_${randomBytes(4).toString('hex')}`;
+  const pool = new pg.Pool({ connectionString: url, max: POOL });
+  pool.on('error', () => {});
+  let backend: LeaseBackend | null = null;
+  try {
+    backend = await openBackend(url, { schema: ns, poolSize: POOL });
+    await pool.query(
+      `CREATE TABLE ${ns}.bench_raw (id text PRIMARY KEY, n bigint NOT NULL, at timestamptz NOT NULL)`,
+    );
+    const text = `INSERT INTO ${ns}.bench_raw (id, n, at) VALUES ($1, 1, clock_timestamp())
+               ON CONFLICT (id) DO UPDATE SET n = bench_raw.n + 1, at = clock_timestamp() RETURNING *`;
+    const b = backend;
+    return {
+      url: backend.url,
+      backend,
+      raw: (i) => pool.query({ name: 'bench-raw-upsert', text, values: [`k${i % 64}`] }),
+      bytesPerLease: async (leases) => {
+        // Every table the library created in the schema (the baseline's excluded), with its
+        // indexes and TOAST.
+        const { rows } = await pool.query(
+          `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::int8 AS bytes
+             FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND c.relname <> 'bench_raw'`,
+          [ns],
+        );
+        return Number(rows[0]?.bytes) / leases;
+      },
+      close: async () => {
+        await b.close();
+        await pool.end();
+        await dropSchema(url, ns);
+      },
+    };
+  } catch (err) {
+    await backend?.close();
+    await pool.end();
+    await dropSchema(url, ns);
+    throw err;
+  }
+}
+
+async function growth(kind: 'redis' | 'postgres'): Promise<void> {
+  const t = kind === 'redis' ? await redisTarget() : await pgTarget();
+  try {
+    // Which fill indices each size renews: SAMPLE of them, evenly spread over [0, size).
+    const sampleAt = SIZES.map((size) =>
+      Array.from({ length: Math.min(SAMPLE, size) }, (_, k) =>
+        Math.floor((k * size) / Math.min(SAMPLE, size)),
+      ),
+    );
+    const wanted = new Set(sampleAt.flat());
+    const kept = new Map<number, LeaseRecord>();
+    console.log(
+      `\n${kind} (${t.url}): renews with N leases stored, ${OPS} renews per measurement, median of ${ROUNDS}, load average ${loadText()}`,
+    );
+    console.log(
+      `${'leases'.padStart(9)}${'fill s'.padStart(9)}${'fill/s'.padStart(9)}${'bytes/lease'.padStart(13)}${'in flight'.padStart(11)}${'renews/s'.padStart(10)}${'baseline/s'.padStart(12)}${'ratio'.padStart(8)}${'cpu us/renew'.padStart(14)}`,
+    );
+    let stored = 0;
+    for (const [s, size] of SIZES.entries()) {
+      const from = stored;
+      const fill = await measure(size - from, FILL, async (i) => {
+        const n = from + i;
+        const lease = await t.backend.acquire(`g${n}`, 'bench-holder', TTL_MS);
+        if (wanted.has(n)) kept.set(n, lease);
+      });
+      stored = size;
+      const bytes = await t.bytesPerLease(size);
+      const leases = sampleAt[s]!.map((n) => kept.get(n)!);
+      const renew: Contender = {
+        name: 'renew',
+        prepare: async () => (i) => t.backend.renew(leases[i % leases.length]!, TTL_MS),
+      };
+      const base: Contender = { name: 'baseline', prepare: async () => t.raw };
+      // Untimed, after the size was read: JIT, script cache and these leases' pages warm.
+      await measure(OPS, 64, await renew.prepare(OPS, 64));
+      await measure(OPS, 64, t.raw);
+      for (const inFlight of IN_FLIGHT) {
+        const [b, r] = await interleave(base, [renew], { ops: OPS, inFlight, rounds: ROUNDS });
+        const first = inFlight === IN_FLIGHT[0];
+        console.log(
+          `${(first ? String(size) : '').padStart(9)}${(first ? ((size - from) / fill.rate).toFixed(1) : '').padStart(9)}${(first ? fill.rate.toFixed(0) : '').padStart(9)}${(first ? bytes.toFixed(0) : '').padStart(13)}${String(inFlight).padStart(11)}${r!.rate.toFixed(0).padStart(10)}${b!.rate.toFixed(0).padStart(12)}${r!.ratio.toFixed(2).padStart(7)}x${r!.cpuUs.toFixed(1).padStart(14)}`,
+        );
+      }
+    }
+    console.log(`load average ${loadText()}`);
+  } finally {
+    await t.close();
+  }
+}
+
+console.log(`load average ${loadText()}`);
+for (const kind of KINDS) await growth(kind as 'redis' | 'postgres');

@@ -1,0 +1,92 @@
+/**
+ * `npm run bench:redlock` (also part of `npm run bench`) — acquire+release cycles of worklease
+ * on Redis against node-redlock (the `redlock` 4.x package) on the same Redis server.
+ *
+ * One cycle is, on worklease, `acquire(workId, holder, ttl)` then `release(lease)`; on
+ * redlock, `lock(resource, ttl)` then `unlock(lock)`. Both are one script round trip each, so a
+ * cycle is two round trips on both sides. redlock is given what a single-server lock needs:
+ * one ioredis client, `retryCount: 0` (no retry; no call here ever meets a held lock), the
+ * same ttl (60 s). Each in-flight slot locks and releases its own key over and over (a
+ * released worklease lease is acquired again, a redlock key is set again), so neither side
+ * waits on the other's lock and the stored data does not grow during a run.
+ *
+ * Rounds alternate redlock, worklease, redlock; the ratio is worklease's cycles per second
+ * over the mean of the two redlock rates around it, median of `--rounds` (of the per-round
+ * ratios, so it can differ from the ratio of the median rates); the target is at
+ * least 1.2x. `cpu us/call` is this process's CPU time (user + system) per cycle. Keys live
+ * under a random `bench_…` prefix, removed at the end.
+ *
+ * Usage: npm run bench:redlock -- [--redis <url>] [--rounds 3] [--ops 2000]
+ */
+import { randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
+import { Redis } from 'ioredis';
+import Redlock from 'redlock';
+import { openBackend } from '../src/index.ts';
+import { benchArgs, intArg } from './args.ts';
+import { unlinkPrefix } from './cleanup.ts';
+import { type Contender, formatRow, header, interleave, isMain, loadText, measure } from './compare.ts';
+
+const TTL_MS = 60_000;
+const REDLOCK_VERSION = (createRequire(import.meta.url)('redlock/package.json') as { version: string })
+  .version;
+/** The issue's target: worklease cycles at least 1.2x redlock's. */
+const TARGET = 1.2;
+
+export async function benchRedlock(opts: { url: string; rounds: number; ops: number }): Promise<void> {
+  const ns = `bench_${randomBytes(4).toString('hex')}`;
+  const backend = await openBackend(opts.url, { keyPrefix: ns });
+  const client = new Redis(opts.url);
+  // @types/redlock describes ioredis 4's eval signature; redlock only calls evalsha(sha, args,
+  // callback) and eval(args, callback), which ioredis 5 takes as they are.
+  const redlock = new Redlock([client as unknown as Redlock.CompatibleRedisClient], {
+    retryCount: 0,
+    driftFactor: 0.01,
+  });
+  try {
+    const worklease: Contender = {
+      name: 'worklease acquire+release',
+      prepare: async () => async (_i, w) => {
+        const lease = await backend.acquire(`w${w}`, 'bench-holder', TTL_MS);
+        await backend.release(lease);
+      },
+    };
+    const node: Contender = {
+      name: 'redlock lock+unlock',
+      prepare: async () => async (_i, w) => {
+        const lock = await redlock.lock(`${ns}:redlock:${w}`, TTL_MS);
+        await redlock.unlock(lock);
+      },
+    };
+    // Warm up both: connections, script caches (redlock loads its scripts on the first NOSCRIPT).
+    await measure(500, 64, await worklease.prepare(500, 64));
+    await measure(500, 64, await node.prepare(500, 64));
+    console.log(
+      `\nredis (${backend.url}): worklease vs redlock ${REDLOCK_VERSION}, ${opts.ops} cycles per measurement, median of ${opts.rounds}, load average ${loadText()}`,
+    );
+    console.log(header('cycle'));
+    for (const inFlight of [1, 64]) {
+      const rows = await interleave(node, [worklease], { ops: opts.ops, inFlight, rounds: opts.rounds });
+      console.log(formatRow(rows[0]!));
+      console.log(formatRow(rows[1]!, TARGET));
+    }
+    console.log(`load average ${loadText()}`);
+  } finally {
+    await backend.close();
+    client.disconnect();
+    await unlinkPrefix(opts.url, ns);
+  }
+}
+
+if (isMain(import.meta.filename)) {
+  const args = benchArgs(import.meta.filename, {
+    redis: { type: 'string', default: process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    rounds: { type: 'string', default: '3' },
+    ops: { type: 'string', default: '2000' },
+  });
+  await benchRedlock({
+    url: args.redis,
+    rounds: intArg(import.meta.filename, 'rounds', args.rounds),
+    ops: intArg(import.meta.filename, 'ops', args.ops),
+  });
+}
