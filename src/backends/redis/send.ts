@@ -46,6 +46,10 @@ export const S: Record<string, Script> & {
   markReady: script(lua.markReady),
 };
 
+/** Command options, shared by every command (no object per call). */
+const BUFFER_REPLY = {};
+const UTF8_REPLY = { replyEncoding: 'utf8' as const };
+
 /**
  * A command that knows whether it was ever handed to a socket. A call that
  * failed before that provably never reached the server, so sending it again
@@ -67,7 +71,7 @@ class TrackedCommand extends Command {
     /** A keyless command (WAIT) goes to the Cluster master of this key's slot. */
     private readonly routeKey?: string,
   ) {
-    super(name, args, buffers ? {} : { replyEncoding: 'utf8' });
+    super(name, args, buffers ? BUFFER_REPLY : UTF8_REPLY);
   }
 
   override getSlot(): number {
