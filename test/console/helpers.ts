@@ -27,3 +27,32 @@ export async function until<T>(
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/**
+ * The backend with its change feed cut down to what the feed carries after issue 14: ownership
+ * changes only (acquired, released, force-released, release-requested, pruned). Until the backend
+ * branches that drop heartbeat-rate changes are merged, the real feed still carries `renewed` and
+ * `checkpointed`; this thin filter makes the tests prove that the console sees renews and
+ * checkpoints through its own sweeps, not through the feed. After the merge it drops nothing.
+ * `dropped` counts the changes it removed (a test can show a renew really had no feed entry).
+ */
+export function withoutHeartbeatChanges(backend: LeaseBackend): {
+  backend: LeaseBackend;
+  dropped: { renewed: number; checkpointed: number };
+} {
+  const dropped = { renewed: 0, checkpointed: 0 };
+  const admin = backend.admin;
+  const filtered: typeof admin = {
+    ...admin,
+    async changes(options) {
+      const batch = await admin.changes(options);
+      const changes = batch.changes.filter((c) => {
+        if (c.kind !== 'renewed' && c.kind !== 'checkpointed') return true;
+        dropped[c.kind]++;
+        return false;
+      });
+      return { ...batch, changes };
+    },
+  };
+  return { backend: { ...backend, admin: filtered }, dropped };
+}
