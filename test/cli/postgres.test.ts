@@ -560,7 +560,10 @@ describe('worklease watch', () => {
       await backend.checkpoint(rec, new TextEncoder().encode('{}'), 30_000);
       await backend.release(rec);
       await watch.waitFor(/job\/beats {2}released/m);
-      const lines = watch.stdout().split('\n').filter((l) => l.includes('job/beats'));
+      const lines = watch
+        .stdout()
+        .split('\n')
+        .filter((l) => l.includes('job/beats'));
       // The renew and the checkpoint are not ownership changes (and, after issue 14, not in the feed).
       expect(lines.map((l) => l.split('  ')[2])).toEqual(['acquired', 'released']);
     } finally {
