@@ -146,6 +146,8 @@ export interface ConnectionMetrics {
   /** The console's calls to this backend: in all, and per second over the last 10 s. */
   callsTotal: number;
   callsPerSecond: number;
+  /** Heartbeat checks: the last one's age by the backend's clock, the interval, the last one's duration (s); null before. */
+  heartbeats: { ageSeconds: number; intervalSeconds: number; lastSeconds: number } | null;
 }
 
 function defaultOperator(): string {
@@ -938,6 +940,14 @@ class Service implements ConsoleService {
           holders,
           callsTotal: c.calls.total,
           callsPerSecond: c.calls.perSecond(),
+          heartbeats:
+            model === null || model.heartbeatsAsOf === null
+              ? null
+              : {
+                  ageSeconds: Math.max(0, c.serverNow() - model.heartbeatsAsOf) / 1000,
+                  intervalSeconds: model.heartbeatCheck.intervalMs / 1000,
+                  lastSeconds: (model.heartbeatCheck.lastMs ?? 0) / 1000,
+                },
         };
       });
   }
