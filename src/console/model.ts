@@ -49,10 +49,12 @@
  * fleet (measured by bench/console.ts: 1 000 leases sweep in a few ms, 100 000
  * in about a second, so their interval becomes about 5 s). `heartbeatsAsOf` is
  * the backend's time read by the first call of the last complete sweep: every
- * row the model holds is at least as new as that moment, so a lease whose
+ * lease the model holds is at least as new as that moment, so one whose
  * `expiresAt` is before it has really run out (renewing an expired lease
  * fails; only an acquire, which the feed carries, can bring it back), and one
- * whose `expiresAt` is after it may have been renewed since. Statuses are
+ * whose `expiresAt` is after it may have been renewed since. A sweep applies
+ * renews, checkpoints and release requests only (same token, same end):
+ * ownership changes are the feed's, so the activity counts see each once. Statuses are
  * therefore judged at min(backend now, heartbeatsAsOf) (see status.ts): a
  * healthy lease is never shown expired between two checks. The first snapshot
  * and every resync count as a sweep. A failing sweep puts the connection in
@@ -578,7 +580,7 @@ export class FleetModel {
       const res = await this.admin.list({ cursor: page, limit: this.pageSize });
       if (this.closed) return;
       let moved = 0;
-      for (const info of res.items) if (this.applyLease(info)) moved++;
+      for (const info of res.items) if (this.applyHeartbeat(info)) moved++;
       if (moved > 0) this.scheduleFlush();
       rows += res.items.length;
       page = res.nextCursor;
@@ -590,6 +592,22 @@ export class FleetModel {
     // Rows and the new check time go out together, also when no row moved.
     this.flush(true);
     this.refreshState();
+  }
+
+  /**
+   * A swept row, applied only where it is a heartbeat-rate change of the lease the model holds:
+   * same token, same end (a renew, a checkpoint, a release request). A new token or a release is an
+   * ownership change, which the feed carries: applied from a sweep that raced ahead of the feed, it
+   * would make the feed's own entries look old and hide the transition from the activity counts
+   * (a release followed by an acquire read by one sweep looks like a lone acquire on a backend
+   * without handoff counters). The feed brings it within a poll.
+   */
+  private applyHeartbeat(info: LeaseInfo): boolean {
+    const existing = this.entries.get(info.workId);
+    if (existing === undefined || info.fencingToken !== existing.token || info.ended !== existing.row.ended) {
+      return false;
+    }
+    return this.applyLease(info);
   }
 
   private sweepCompleted(sweepNo: number, t0: number, asOf: number, rows: number): void {
