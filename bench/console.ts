@@ -3,23 +3,36 @@
  *
  * 1. Snapshot: how long the console's fleet model takes to load 100 000
  *    leases (change cursor + paged `admin.list`) until it is live. Target < 1 s.
- * 2. Latency: writes at 1 000 changes/s (renewals), measured from the moment
- *    each write returned to the moment a WebSocket subscriber of the web mode
- *    received the row. p50 and p99; target p99 ≤ 250 ms.
+ * 2. Latency: ownership changes at 1 000 changes/s (each hot work item
+ *    released, then acquired again, in turn: what the change feed carries),
+ *    measured from the moment each write returned to the moment a WebSocket
+ *    subscriber of the web mode received the row. p50 and p99; target p99 ≤ 250 ms.
  * 3. Idle load: what one idle console connection costs the backend with the
  *    100 000 leases in place, per second. Counted three ways: backend API calls
  *    (a counting wrapper around the backend the console opens), and the
  *    server's own count — Postgres: `xact_commit` of a database the bench
  *    creates for itself (so other clients of the server do not show up);
- *    Redis: MONITOR lines naming the bench's key prefix. Target ≤ 1/s.
+ *    Redis: MONITOR lines naming the bench's key prefix. Target for the feed
+ *    ≤ 1/s; the heartbeat checks (4) add 1 + pages calls per sweep.
+ * 4. Heartbeat checks: the cost of one sweep (`serverTime` + every `admin.list`
+ *    page, applied to the model) at 1 000 leases and at --leases, ms per sweep
+ *    (median, min, max of --sweeps sweeps, run back to back at the model's cost
+ *    bound) and rows/s, and the interval the model then keeps (the configured
+ *    2 s, or 5 × a sweep where that is longer). The renew → model latency is
+ *    bounded by that interval plus a sweep.
+ *
+ * The load average (`/proc/loadavg`) is printed at the start and after each
+ * backend: the machine is shared, so the figures are only as quiet as it was.
  *
  * The fleet is created through the public `acquire` call at high concurrency.
  * Everything the bench creates is removed at the end.
  *
  * Usage: npm run bench:console -- [--backends postgres,redis] [--leases 100000]
- *        [--rate 1000] [--seconds 10] [--idle-seconds 10] [--pg <server url>] [--redis <url>]
+ *        [--rate 1000] [--seconds 10] [--idle-seconds 10] [--sweeps 7]
+ *        [--pg <server url>] [--redis <url>]
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { WebSocket } from 'ws';
@@ -43,6 +56,7 @@ const args = benchArgs(import.meta.filename, {
   rate: { type: 'string', default: '1000' },
   seconds: { type: 'string', default: '10' },
   'idle-seconds': { type: 'string', default: '10' },
+  sweeps: { type: 'string', default: '7' },
   pg: {
     type: 'string',
     default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
@@ -53,6 +67,9 @@ const LEASES = intArg(import.meta.filename, 'leases', args.leases);
 const RATE = intArg(import.meta.filename, 'rate', args.rate);
 const SECONDS = intArg(import.meta.filename, 'seconds', args.seconds);
 const IDLE_SECONDS = intArg(import.meta.filename, 'idle-seconds', args['idle-seconds']);
+const SWEEPS = intArg(import.meta.filename, 'sweeps', args.sweeps);
+/** The fleet sizes the sweep is measured at: 1 000 and --leases. */
+const SWEEP_SIZES = [...new Set([Math.min(1000, LEASES), LEASES])];
 const TTL_MS = 3_600_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -74,20 +91,80 @@ function counting(backend: LeaseBackend, counts: Map<string, number>): LeaseBack
   return { ...backend, admin: admin as unknown as LeaseAdmin };
 }
 
-async function createFleet(backend: LeaseBackend, n: number): Promise<LeaseRecord[]> {
-  const held: LeaseRecord[] = new Array(n);
-  let next = 0;
+function loadAverage(): string {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  } catch {
+    return 'unknown';
+  }
+}
+
+/**
+ * `count` sweeps of the fleet by a model of its own (after its snapshot), back to back as far as
+ * the model's cost bound lets them (heartbeatCheckMs 1: the next starts 5 sweeps' time after the
+ * last began), each one's duration and rows as the model measured them.
+ */
+async function measureSweeps(
+  backend: LeaseBackend,
+  count: number,
+): Promise<{ ms: number[]; rows: number; intervalMs: number; defaultIntervalMs: number }> {
+  const clock = new ServerClock(() => backend.admin.serverTime());
+  await clock.measure();
+  const model = new FleetModel(backend.admin, clock, { heartbeatCheckMs: 1 });
+  model.start();
+  const ms: number[] = [];
+  let rows = 0;
+  try {
+    await model.swept();
+    for (let i = 0; i < count; i++) {
+      await model.swept();
+      const check = model.heartbeatCheck;
+      ms.push(check.lastMs ?? Number.NaN);
+      rows = check.lastRows;
+    }
+  } finally {
+    await model.close();
+  }
+  const median = pct(ms, 50);
+  // What the default model (2 s, 5 × a sweep) would run at for this fleet.
+  return {
+    ms,
+    rows,
+    intervalMs: model.heartbeatCheck.intervalMs,
+    defaultIntervalMs: Math.max(2000, 5 * median),
+  };
+}
+
+function printSweeps(size: number, r: Awaited<ReturnType<typeof measureSweeps>>): void {
+  const median = pct(r.ms, 50);
+  console.log(
+    `  (4) heartbeat check (sweep) of ${size} leases (${r.rows} rows read): ${fmt(median, 1)} ms per sweep ` +
+      `(median of ${r.ms.length}; min ${fmt(Math.min(...r.ms), 1)}, max ${fmt(Math.max(...r.ms), 1)}), ` +
+      `${fmt(r.rows / (median / 1000), 0)} rows/s; default interval here ${fmt(r.defaultIntervalMs, 0)} ms ` +
+      `(sweeps take ${fmt((100 * median) / r.defaultIntervalMs, 1)} % of the time); load average ${loadAverage()}`,
+  );
+}
+
+async function createFleet(backend: LeaseBackend, n: number, from = 0): Promise<LeaseRecord[]> {
+  const held: LeaseRecord[] = new Array(n - from);
+  let next = from;
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: 256 }, async () => {
       while (next < n) {
         const i = next++;
-        held[i] = await backend.acquire(`job-${String(i).padStart(6, '0')}`, `worker-${i % 500}`, TTL_MS);
+        held[i - from] = await backend.acquire(
+          `job-${String(i).padStart(6, '0')}`,
+          `worker-${i % 500}`,
+          TTL_MS,
+        );
       }
     }),
   );
   const s = (performance.now() - t0) / 1000;
-  console.log(`  created ${n} leases through acquire in ${fmt(s)} s (${fmt(n / s, 0)} acquires/s)`);
+  console.log(
+    `  created ${n - from} leases (${n} in all) through acquire in ${fmt(s)} s (${fmt((n - from) / s, 0)} acquires/s)`,
+  );
   return held;
 }
 
@@ -191,10 +268,15 @@ async function benchTarget(t: Target): Promise<void> {
   console.log(`\n== ${t.kind} ==`);
   const writer = await t.open();
   try {
-    const held = await createFleet(writer, LEASES);
+    // (4) at the smaller sizes first, growing the fleet to each.
+    const reader = await t.open({ migrate: false });
+    const held: LeaseRecord[] = [];
+    for (const size of SWEEP_SIZES) {
+      held.push(...(await createFleet(writer, size, held.length)));
+      printSweeps(size, await measureSweeps(reader, SWEEPS));
+    }
 
     // (1) Snapshot into the model.
-    const reader = await t.open({ migrate: false });
     const times: number[] = [];
     for (let round = 0; round < 3; round++) {
       const clock = new ServerClock(() => reader.admin.serverTime());
@@ -234,13 +316,18 @@ async function benchTarget(t: Target): Promise<void> {
       await sleep(t.kind === 'postgres' ? 12_000 : 3000);
       counts.clear();
       const stop = await t.serverOps();
-      await sleep(IDLE_SECONDS * 1000);
+      // At least two heartbeat-check intervals (5 × a sweep at 100 000 leases: ~10 s), so the window
+      // holds the sweeps' calls and not only by luck of phase.
+      const interval = service.connections()[0]!.heartbeats?.intervalMs ?? 2000;
+      const idleS = Math.max(IDLE_SECONDS, Math.ceil((2 * interval) / 1000));
+      await sleep(idleS * 1000);
       const server1 = await stop();
       const calls = [...counts.values()].reduce((a, b) => a + b, 0);
       console.log(
-        `  (3) idle load, one connection, ${LEASES} leases: ${fmt(calls / IDLE_SECONDS, 2)} backend calls/s ` +
-          `(${[...counts].map(([k, v]) => `${k} ${v}`).join(', ')} in ${IDLE_SECONDS} s); ` +
-          `${fmt(server1.perSecond, 2)} ${server1.what}; target ≤ 1/s`,
+        `  (3) idle load, one connection, ${LEASES} leases, heartbeat checks every ${interval} ms: ${fmt(calls / idleS, 2)} backend calls/s ` +
+          `(${[...counts].map(([k, v]) => `${k} ${v}`).join(', ')} in ${idleS} s); ` +
+          `${fmt(server1.perSecond, 2)} ${server1.what}; target ≤ 1/s for the feed (changes, serverTime ` +
+          `between polls), plus each heartbeat check's serverTime and list pages`,
       );
 
       // (2) Latency at RATE changes/s through the WebSocket.
@@ -251,12 +338,14 @@ async function benchTarget(t: Target): Promise<void> {
         ws.once('open', resolve);
         ws.once('error', reject);
       });
-      // Each hot work item is renewed every hot.length / RATE seconds, so at most
-      // one write per item is in flight: a row whose expiresAt passed the
-      // previous record's reflects this write (or a later one).
+      // Each hot work item is released, then acquired again, in turn, one write per item every
+      // hot.length / RATE seconds, so at most one write per item is in flight: a released row with
+      // the record's token reflects a release, a row held under a higher token an acquire.
       interface Write {
         start: number;
-        prevExpires: number;
+        /** The lease the write starts from (release: the held record; acquire: the released one). */
+        token: bigint;
+        release: boolean;
         done: number | null;
         seen: number | null;
       }
@@ -286,12 +375,18 @@ async function benchTarget(t: Target): Promise<void> {
         if (event.type !== 'leases') return;
         for (const row of event.upserts) {
           const w = pending.get(row.workId);
-          if (w === undefined || w.seen !== null || row.expiresAt <= w.prevExpires) continue;
+          if (w === undefined || w.seen !== null) continue;
+          const token = BigInt(row.fencingToken);
+          const shows = w.release ? row.ended === 'released' && token === w.token : token > w.token;
+          if (!shows) continue;
           w.seen = now;
           settle(w, row.workId);
         }
       });
       const hot = held.slice(0, 10_000);
+      /** Whether hot[slot] is held now (else released by the bench, to be acquired again). */
+      const isHeld = hot.map(() => true);
+      const dead = hot.map(() => false);
       let writes = 0;
       let failures = 0;
       const t0 = performance.now();
@@ -302,15 +397,24 @@ async function benchTarget(t: Target): Promise<void> {
         const wait = due - performance.now();
         if (wait > 1) await sleep(wait);
         const slot = i % hot.length;
+        // A slot whose write failed (a timeout may have written anyway) leaves the rotation.
+        if (dead[slot]) continue;
         const rec = hot[slot]!;
+        const release = isHeld[slot]!;
         const start = performance.now();
-        const w: Write = { start, prevExpires: rec.expiresAt.getTime(), done: null, seen: null };
+        const w: Write = { start, token: rec.fencingToken, release, done: null, seen: null };
         pending.set(rec.workId, w);
         inFlight++;
-        writer
-          .renew(rec, TTL_MS)
-          .then((next) => {
-            hot[slot] = next;
+        const write = release
+          ? writer.release(rec).then(() => {
+              isHeld[slot] = false;
+            })
+          : writer.acquire(rec.workId, rec.holderId, TTL_MS).then((next) => {
+              hot[slot] = next;
+              isHeld[slot] = true;
+            });
+        write
+          .then(() => {
             writes++;
             w.done = performance.now();
             writeMs.push(w.done - start);
@@ -318,6 +422,7 @@ async function benchTarget(t: Target): Promise<void> {
           })
           .catch(() => {
             failures++;
+            dead[slot] = true;
             pending.delete(rec.workId);
           })
           .finally(() => inFlight--);
@@ -327,7 +432,7 @@ async function benchTarget(t: Target): Promise<void> {
       await sleep(1500);
       ws.close();
       console.log(
-        `  (2) change → WebSocket subscriber at ${fmt(writes / elapsed, 0)} changes/s for ${fmt(elapsed)} s ` +
+        `  (2) ownership change (release / acquire) → WebSocket subscriber at ${fmt(writes / elapsed, 0)} changes/s for ${fmt(elapsed)} s ` +
           `(${fromDone.length + warmup.length} of ${writes} writes seen, ${pending.size} unseen, ${failures} failed; target p99 ≤ 250 ms):\n` +
           `      first second, the feed waking from idle polling: p50 ${fmt(pct(warmup, 50))} ms, max ${fmt(pct(warmup, 100))} ms\n` +
           `      steady state after the first second:\n` +
@@ -342,11 +447,13 @@ async function benchTarget(t: Target): Promise<void> {
   } finally {
     await writer.close();
     await t.cleanup();
+    console.log(`  load average after ${t.kind}: ${loadAverage()}`);
   }
 }
 
 console.log(
-  `console bench: ${LEASES} leases, ${RATE} changes/s for ${SECONDS} s, idle window ${IDLE_SECONDS} s (node ${process.version})`,
+  `console bench: ${LEASES} leases, ${RATE} changes/s for ${SECONDS} s, idle window ${IDLE_SECONDS} s, ` +
+    `${SWEEPS} sweeps per size (node ${process.version}); load average ${loadAverage()}`,
 );
 for (const kind of args.backends.split(',')) {
   const target = kind === 'postgres' ? await postgresTarget() : kind === 'redis' ? await redisTarget() : null;

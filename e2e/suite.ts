@@ -161,6 +161,10 @@ export function consoleSuite(flavour: BackendFlavour): void {
 
     it('shows a JSON checkpoint as a tree and as pretty JSON, a binary one as hex, and pages large ones', async () => {
       await row('orders/json-1').click();
+      // The detail says how current heartbeats are: when the console last checked, how often, at what cost.
+      await expect
+        .poll(() => details().getByTestId('heartbeats-checked').textContent(), { timeout: 5000 })
+        .toMatch(/ago .*· every 2 s · the last check read [\d,]+ leases? in \d+ ms$/);
       const body = details().getByRole('region', { name: 'Checkpoint content' });
       await hasText(body, 'order');
       await hasText(body, '42');

@@ -5,7 +5,7 @@
  * Nothing here polls.
  */
 import type { QueryClient } from '@tanstack/react-query';
-import type { ConnectionInfo, ConsoleEvent } from '../../src/console/api.ts';
+import type { ConnectionInfo, ConsoleEvent, HeartbeatCheckWire } from '../../src/console/api.ts';
 import {
   applyLeaseEvents,
   type FleetData,
@@ -41,6 +41,12 @@ export class FleetSync {
    * does not re-render every visible row each second (the "as of" reads it here).
    */
   readonly syncedAt = new Map<string, number | null>();
+  /**
+   * The newest heartbeat-check figures of each connection (interval, last sweep), kept like
+   * `syncedAt`: they move with every sweep, and re-rendering every row for them is not worth it.
+   * The check time statuses are judged at travels with the rows instead (FleetData.heartbeatsAsOf).
+   */
+  readonly heartbeats = new Map<string, HeartbeatCheckWire>();
   readonly startedAt = Date.now();
 
   constructor(
@@ -152,12 +158,12 @@ export class FleetSync {
     else this.heardAt.set(event.type === 'connection' ? event.connection.id : event.connectionId, now);
     switch (event.type) {
       case 'connections':
-        for (const c of event.connections) this.syncedAt.set(c.id, c.syncedAt);
+        for (const c of event.connections) this.note(c);
         this.queryClient.setQueryData(keys.connections(), event.connections);
         return;
       case 'connection': {
         const conn = event.connection;
-        this.syncedAt.set(conn.id, conn.syncedAt);
+        this.note(conn);
         const prev = this.queryClient.getQueryData<ConnectionInfo[]>(keys.connections());
         const before = prev?.find((c) => c.id === conn.id);
         if (before !== undefined && sameButSyncedAt(before, conn)) return;
@@ -201,6 +207,11 @@ export class FleetSync {
     }
   }
 
+  private note(conn: ConnectionInfo): void {
+    this.syncedAt.set(conn.id, conn.syncedAt);
+    if (conn.heartbeats !== undefined) this.heartbeats.set(conn.id, conn.heartbeats);
+  }
+
   private flush(): void {
     this.timer = null;
     for (const [connectionId, events] of this.queued) {
@@ -221,7 +232,10 @@ export class FleetSync {
   }
 }
 
-/** Whether two announcements of a connection differ in nothing but syncedAt. */
+/** Whether two announcements of a connection differ in nothing but syncedAt and the heartbeat-check figures. */
 function sameButSyncedAt(a: ConnectionInfo, b: ConnectionInfo): boolean {
-  return JSON.stringify({ ...a, syncedAt: 0 }) === JSON.stringify({ ...b, syncedAt: 0 });
+  return (
+    JSON.stringify({ ...a, syncedAt: 0, heartbeats: null }) ===
+    JSON.stringify({ ...b, syncedAt: 0, heartbeats: null })
+  );
 }

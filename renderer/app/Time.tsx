@@ -54,7 +54,9 @@ export function useTimeMode(): TimeMode {
  * One instant. `serverNow` is the backend's now (local clock plus the connection's offset, or its
  * last confirmed time while stale): relative forms never come from the local clock alone.
  * `expiry` words a passed instant as "expired … ago" (others are events: "… ago"); `compact`
- * (table cells) shows one form only.
+ * (table cells) shows one form only. `checkedAt` (with `expiry`): when the lease's heartbeats were
+ * last checked; an expiry that has passed by the clock but not by that check is not called
+ * expired: a renew since the check may have moved it ("due … ago · awaiting heartbeat check").
  */
 export function Time({
   at,
@@ -62,18 +64,27 @@ export function Time({
   expiry = false,
   compact = false,
   mode: forced,
+  checkedAt = null,
 }: {
   at: number;
   serverNow: number;
   expiry?: boolean;
   compact?: boolean;
   mode?: TimeMode;
+  checkedAt?: number | null | undefined;
 }) {
   const chosen = useTimeMode();
   const m = forced ?? chosen;
+  const unconfirmed = expiry && at <= serverNow && checkedAt !== null && at > checkedAt;
   // An event (acquired, renewed, released…) is in the past: a few ms of clock-offset error never
   // makes it read "in 163 ms".
-  const rel = expiry ? formatExpiry(at, serverNow) : formatAgo(serverNow - at);
+  const rel = unconfirmed
+    ? compact
+      ? 'awaiting check'
+      : `due ${formatAgo(serverNow - at)} · awaiting heartbeat check`
+    : expiry
+      ? formatExpiry(at, serverNow)
+      : formatAgo(serverNow - at);
   const local = formatTime(at, 'local');
   const utc = formatTime(at, 'utc');
   const title = `${local} · ${utc} · ${rel}`;

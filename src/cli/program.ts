@@ -276,11 +276,13 @@ export function buildProgram(): Command {
 
   program
     .command('watch')
-    .description('print lease changes as they happen: time, work id, kind, holder, token')
+    .description(
+      'print ownership changes as they happen (renews and checkpoints are not in the change feed): time, work id, kind, holder, token',
+    )
     .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
     .option(
       '--kind <list>',
-      'only these kinds: acquired, renewed, checkpointed, released, force-released, pruned',
+      'only these kinds: acquired, released, force-released, release-requested, pruned',
       collect,
     )
     .option('--holder <holderId>', 'only changes by this holder')

@@ -102,6 +102,22 @@ export const ConnectionStateSchema = z.enum([
 ]);
 export type ConnectionState = z.infer<typeof ConnectionStateSchema>;
 
+export const HeartbeatCheckSchema = z.strictObject({
+  /**
+   * Backend time at the start of the last complete sweep; null before the first. Every row is at
+   * least as new as this moment, so statuses are judged at min(backend now, asOf): a lease is shown
+   * expired only once a sweep has confirmed that it ran out.
+   */
+  asOf: ms.nullable(),
+  /** The interval sweeps run at now, ms: the configured one, longer where a sweep of this fleet is slow. */
+  intervalMs: ms,
+  /** How long the last sweep took, ms; null before the first. */
+  lastMs: ms.nullable(),
+  /** Rows the last sweep read. */
+  lastRows: ms,
+});
+export type HeartbeatCheckWire = z.infer<typeof HeartbeatCheckSchema>;
+
 export const ConnectionInfoSchema = z.strictObject({
   id: z.string().min(1).max(100),
   name: z.string().min(1).max(100),
@@ -124,6 +140,11 @@ export const ConnectionInfoSchema = z.strictObject({
   error: ErrorDataSchema.nullable(),
   /** The console's own calls to this backend per second (average of the last 10 s). */
   callsPerSecond: z.number().nonnegative().optional(),
+  /**
+   * Heartbeat checks: the change feed carries ownership changes only, so the console re-reads the
+   * fleet itself (a sweep) to see renews and checkpoints. Absent before the backend opened.
+   */
+  heartbeats: HeartbeatCheckSchema.optional(),
 });
 export type ConnectionInfo = z.infer<typeof ConnectionInfoSchema>;
 
@@ -303,6 +324,8 @@ export const methods = {
       /** Sequence number of the last event applied to this snapshot; events with a higher one follow. */
       seq: ms,
       serverTime: ms,
+      /** When these rows' heartbeats were last checked (see HeartbeatCheckSchema.asOf). */
+      heartbeatsAsOf: ms.nullable().optional(),
       /** Paged requests only: rows in the whole snapshot. */
       total: z.number().int().nonnegative().optional(),
     }),
@@ -509,6 +532,8 @@ export const ConsoleEventSchema = z.discriminatedUnion('type', [
     /** Work ids that no longer exist (pruned). */
     removed: z.array(id),
     serverTime: ms,
+    /** The connection's heartbeat check time once this event is applied (see HeartbeatCheckSchema.asOf). */
+    heartbeatsAsOf: ms.nullable().optional(),
   }),
   z.strictObject({
     type: z.literal('connection'),

@@ -14,7 +14,11 @@ type Row = Pick<LeaseRow, 'workId' | 'holderId' | 'expiresAt' | 'ended'>;
 
 export interface GroupMemberView {
   holderId: string;
-  /** The membership lease is live (not ended, not run out by the backend's clock). */
+  /**
+   * The membership lease is live (not ended, not run out at `now`). Callers pass the time statuses
+   * are judged at (status.ts `judgedAt`): a member is gone only once a heartbeat check confirmed
+   * that its membership ran out, never because a renew since the last check is not in the rows.
+   */
   live: boolean;
   /** When the membership lease runs out (or ran out), backend time in ms. */
   expiresAt: number;
@@ -44,7 +48,7 @@ export function parseMemberWorkId(workId: string): { group: string; holderId: st
 const live = (r: Row, now: number): boolean => r.ended === null && r.expiresAt > now;
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** The groups present in `rows`, by name. `now` is the backend's clock (ms). */
+/** The groups present in `rows`, by name. `now`: the backend time to judge at (ms; see status.ts `judgedAt`). */
 export function summarizeGroups(rows: Iterable<Row>, now: number): GroupView[] {
   const groups = new Map<string, Map<string, GroupMemberView>>();
   const heldBy = new Map<string, string[]>();

@@ -28,4 +28,4 @@ export {
   splitConsoleUrl,
 } from './service.ts';
 export { countFleet, RateRecorder } from './stats.ts';
-export { leaseStatus, nextStatusChangeAt } from './status.ts';
+export { judgedAt, leaseStatus, nextStatusChangeAt } from './status.ts';

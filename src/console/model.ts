@@ -35,6 +35,34 @@
  * `staleAfterMs` (1.5 s: a heartbeat plus 0.5 s margin) the state turns
  * `stale` at once, without waiting for the hanging call's 10 s timeout, so a
  * console shows "as of" within 2 s of losing its backend.
+ *
+ * Heartbeat checks: the feed carries ownership changes only (acquired, released,
+ * force-released, release-requested, pruned); a renew or checkpoint bumps the
+ * row's version without a feed entry (issue 14: no heartbeat-rate side writes
+ * on the lease calls' hot path). So the model re-reads the whole fleet itself —
+ * a sweep: one `serverTime` call, then `admin.list` pages — and applies each
+ * row that is a heartbeat-rate change of the lease it holds (same token, same
+ * end: a renew, a checkpoint, a release request) by the same (token, version)
+ * order, emitting the rows that moved as a `leases` event like feed changes.
+ * Ownership changes stay the feed's (see `applyHeartbeat`). A sweep starts
+ * every `heartbeatCheckMs` (2 s), but never sooner than `sweepCostFactor` (5)
+ * times the last sweep's duration after the last one started, so sweeping
+ * occupies at most a fifth of the console's time on the backend however large
+ * the fleet. Measured by bench/console.ts (medians of two runs, 2 shared
+ * cores at load average 3.5–13): 1 000 leases sweep in 4–23 ms (checked every
+ * 2 s, ≤ 1 % of the time); 100 000 in 0.27–0.41 s on Redis (every 2 s) and
+ * 0.6–1.9 s on PostgreSQL, whose interval then grows to 3–10 s. `heartbeatsAsOf` is the backend's time read by the first
+ * call of the last complete sweep: every lease the model holds is at least as
+ * new as that moment (or changed hands since, which the feed brings within a
+ * poll), so one whose `expiresAt` is before it has really run out (renewing an
+ * expired lease fails; only an acquire, which the feed carries, can bring it
+ * back), and one whose `expiresAt` is after it may have been renewed since.
+ * Statuses are therefore judged at min(backend now, heartbeatsAsOf) (see
+ * status.ts `judgedAt`): a healthy lease is never shown expired between two
+ * checks. The first snapshot and every resync count as a sweep. A failing
+ * sweep puts the connection in `reconnecting`/`error` until one succeeds; one
+ * that hangs turns it `stale`; rows are never dropped by a sweep (only a
+ * `pruned` change removes them).
  */
 import { hasCode, WorkleaseError } from '../lease/errors.ts';
 import type { HandoffCounts, LeaseAdmin, LeaseChange, LeaseInfo } from '../lease/types.ts';
@@ -65,10 +93,34 @@ export interface FleetModelOptions {
   heartbeatMs?: number;
   /** The state turns `stale` when no confirmation came for this long, ms. Default 1500. */
   staleAfterMs?: number;
+  /** Heartbeat freshness: a sweep of the whole fleet starts this often, ms. Default 2000. */
+  heartbeatCheckMs?: number;
+  /** A sweep starts no sooner than this many times the last sweep's duration after the last one started. Default 5. */
+  sweepCostFactor?: number;
+}
+
+/** The model's heartbeat checks, as ConnectionInfo shows them. */
+export interface HeartbeatCheck {
+  /** Backend time at the start of the last complete sweep (or snapshot); null before the first. */
+  asOf: number | null;
+  /** The interval sweeps run at now: the configured one, or longer where the fleet's size makes a sweep slow, ms. */
+  intervalMs: number;
+  /** How long the last sweep took, ms; null before the first. */
+  lastMs: number | null;
+  /** Rows the last sweep read. */
+  lastRows: number;
 }
 
 export type ModelEvent =
-  | { type: 'leases'; seq: number; upserts: LeaseRow[]; removed: string[]; serverTime: number }
+  | {
+      type: 'leases';
+      seq: number;
+      upserts: LeaseRow[];
+      removed: string[];
+      serverTime: number;
+      /** {@link HeartbeatCheck.asOf} once this event is applied (rows and check time travel together). */
+      heartbeatsAsOf: number | null;
+    }
   | { type: 'resync'; seq: number }
   | { type: 'state'; state: ConnectionState; error: unknown; syncedAt: number | null };
 
@@ -86,6 +138,8 @@ export interface ModelSnapshot {
   rows: LeaseRow[];
   seq: number;
   serverTime: number;
+  /** The backend time these rows' heartbeats were last checked at (see the file comment). */
+  heartbeatsAsOf: number | null;
 }
 
 const sleepResolved = Promise.resolve();
@@ -111,6 +165,8 @@ export class FleetModel {
   private readonly retryMaxMs: number;
   private readonly heartbeatMs: number;
   private readonly staleAfterMs: number;
+  private readonly heartbeatCheckMs: number;
+  private readonly sweepCostFactor: number;
 
   private entries = new Map<string, Entry>();
   private readonly tombstones = new Map<string, bigint>();
@@ -146,6 +202,30 @@ export class FleetModel {
   private pollRequested = false;
   private staleTimer: NodeJS.Timeout | null = null;
 
+  // Health, combined by refreshState(): the feed's last call and the last sweep each fail or not.
+  private feedFailure: unknown = null;
+  /** No feed confirmation for staleAfterMs. */
+  private feedSilent = false;
+  private sweepFailure: unknown = null;
+  /** A sweep runs far longer than the last one did. */
+  private sweepSilent = false;
+
+  // Heartbeat checks (sweeps).
+  private heartbeatsAsOfValue: number | null = null;
+  private sweepIntervalMs: number;
+  private lastSweepMs: number | null = null;
+  private lastSweepRows = 0;
+  /** Local time (performance.now) the last sweep started. */
+  private lastSweepStart = Number.NEGATIVE_INFINITY;
+  private sweepDone: Promise<void> = sleepResolved;
+  private sweepWakeUp: (() => void) | null = null;
+  private sweepOverdueTimer: NodeJS.Timeout | null = null;
+  /** A snapshot is being read: it is a sweep itself, so sweeps wait. */
+  private loadingSnapshot = false;
+  /** Sweeps (and snapshots) started / completed; waiters of `swept` wait for one started after they asked. */
+  private sweepsStarted = 0;
+  private sweptWaiters: Array<{ after: number; resolve: () => void }> = [];
+
   constructor(
     private readonly admin: LeaseAdmin,
     private readonly clock: ServerClock,
@@ -161,6 +241,9 @@ export class FleetModel {
     this.retryMaxMs = options.retryMaxMs ?? 5000;
     this.heartbeatMs = options.heartbeatMs ?? 1000;
     this.staleAfterMs = options.staleAfterMs ?? 1500;
+    this.heartbeatCheckMs = options.heartbeatCheckMs ?? 2000;
+    this.sweepCostFactor = options.sweepCostFactor ?? 5;
+    this.sweepIntervalMs = this.heartbeatCheckMs;
   }
 
   get state(): ConnectionState {
@@ -176,6 +259,18 @@ export class FleetModel {
   }
   get seq(): number {
     return this.seqNo;
+  }
+  /** Backend time at the start of the last complete sweep; statuses are judged no later than this. */
+  get heartbeatsAsOf(): number | null {
+    return this.heartbeatsAsOfValue;
+  }
+  get heartbeatCheck(): HeartbeatCheck {
+    return {
+      asOf: this.heartbeatsAsOfValue,
+      intervalMs: this.sweepIntervalMs,
+      lastMs: this.lastSweepMs,
+      lastRows: this.lastSweepRows,
+    };
   }
   get size(): number {
     return this.entries.size;
@@ -199,6 +294,7 @@ export class FleetModel {
       this.unwatch = null;
     }
     this.loopDone = this.loop();
+    this.sweepDone = this.sweepLoop();
   }
 
   async close(): Promise<void> {
@@ -206,9 +302,14 @@ export class FleetModel {
     this.unwatch?.();
     this.unwatch = null;
     this.wake();
-    await this.loopDone;
+    this.sweepWakeUp?.();
+    await Promise.all([this.loopDone, this.sweepDone]);
     if (this.staleTimer !== null) clearTimeout(this.staleTimer);
     this.staleTimer = null;
+    if (this.sweepOverdueTimer !== null) clearTimeout(this.sweepOverdueTimer);
+    this.sweepOverdueTimer = null;
+    for (const w of this.sweptWaiters) w.resolve();
+    this.sweptWaiters = [];
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     for (const w of this.caughtUpWaiters) w.resolve();
@@ -222,7 +323,12 @@ export class FleetModel {
     const rows: LeaseRow[] = new Array(this.entries.size);
     let i = 0;
     for (const e of this.entries.values()) rows[i++] = e.row;
-    return { rows, seq: this.seqNo, serverTime: this.clock.serverNow() };
+    return {
+      rows,
+      seq: this.seqNo,
+      serverTime: this.clock.serverNow(),
+      heartbeatsAsOf: this.heartbeatsAsOfValue,
+    };
   }
 
   rows(): IterableIterator<LeaseRow> {
@@ -247,6 +353,16 @@ export class FleetModel {
       this.caughtUpWaiters.push({ after: this.pollsStarted, resolve });
       this.wake();
     });
+  }
+
+  /**
+   * Resolves once a sweep (or snapshot) that started after this call has completed, i.e. the model
+   * holds every renew and checkpoint that completed before the call. Does not hurry the sweep: it
+   * comes at the interval {@link heartbeatCheck} names.
+   */
+  swept(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.sweptWaiters.push({ after: this.sweepsStarted, resolve }));
   }
 
   /** Applies a row read outside the feed (a fresh `get`, a force-release result). Same ordering rules. */
@@ -343,7 +459,8 @@ export class FleetModel {
         // understands, a bug) is not cured by retrying the same cursor: the next
         // attempt starts from a fresh snapshot.
         if (!unavailable && !firstSnapshot) needSnapshot = true;
-        this.setState(unavailable ? 'reconnecting' : 'error', err);
+        this.feedFailure = err;
+        this.refreshState();
         delay = retryDelay;
         retryDelay = Math.min(this.retryMaxMs, retryDelay * 2);
       }
@@ -354,12 +471,29 @@ export class FleetModel {
   }
 
   private async loadSnapshot(first: boolean): Promise<void> {
+    this.loadingSnapshot = true;
+    try {
+      await this.readSnapshot(first);
+    } finally {
+      this.loadingSnapshot = false;
+      // Sweeps waited for it; the next one is due an interval after it started.
+      this.sweepWakeUp?.();
+    }
+  }
+
+  private async readSnapshot(first: boolean): Promise<void> {
+    const sweepNo = ++this.sweepsStarted;
+    const t0 = performance.now();
     // Cursor first: see rule 1 in the file comment.
     const cursor = await this.admin.changeCursor();
+    // The snapshot is a sweep too: every row below is read after this backend time.
+    const asOf = (await this.admin.serverTime()).getTime();
     const entries = new Map<string, Entry>();
     let page: string | null = null;
+    let rows = 0;
     do {
       const res = await this.admin.list({ cursor: page, limit: this.pageSize });
+      rows += res.items.length;
       for (const info of res.items) {
         const row = toLeaseRow(info);
         entries.set(info.workId, {
@@ -384,10 +518,129 @@ export class FleetModel {
     this.pendingUpserts.clear();
     this.pendingRemoved.clear();
     if (first) for (const e of entries.values()) this.rates.seedFromRow(e.row);
+    this.sweepCompleted(sweepNo, t0, asOf, rows);
     // Also after the first load: a subscriber that fetched the (empty) snapshot
     // while the model was still connecting learns to fetch it again.
     this.seqNo++;
     this.emit({ type: 'resync', seq: this.seqNo });
+  }
+
+  // ---- heartbeat checks (sweeps) --------------------------------------------
+
+  private async sweepLoop(): Promise<void> {
+    let retryDelay = this.retryMinMs;
+    let failed = false;
+    while (!this.closed) {
+      const due = this.lastSweepStart + this.sweepIntervalMs - performance.now();
+      await this.sweepSleep(failed ? Math.max(due, retryDelay) : due);
+      if (this.closed) break;
+      // Before the first snapshot and while one is read there is nothing to check: it wakes us.
+      if (this.heartbeatsAsOfValue === null || this.loadingSnapshot) {
+        await this.sweepSleep(this.heartbeatCheckMs);
+        continue;
+      }
+      if (performance.now() < this.lastSweepStart + this.sweepIntervalMs) continue;
+      try {
+        await this.sweep();
+        failed = false;
+        retryDelay = this.retryMinMs;
+      } catch (err) {
+        if (this.closed) break;
+        failed = true;
+        retryDelay = Math.min(this.retryMaxMs, retryDelay * 2);
+        // Rows stay as they are; the connection is not current until a sweep succeeds.
+        this.sweepFailure = err;
+        this.refreshState();
+      } finally {
+        if (this.sweepOverdueTimer !== null) clearTimeout(this.sweepOverdueTimer);
+        this.sweepOverdueTimer = null;
+        this.sweepSilent = false;
+      }
+    }
+  }
+
+  /** One heartbeat check: the backend's time, then every row, each applied by (token, version). */
+  private async sweep(): Promise<void> {
+    const sweepNo = ++this.sweepsStarted;
+    const t0 = performance.now();
+    this.lastSweepStart = t0;
+    // A sweep that takes far longer than the last one (a hanging call) turns the connection stale
+    // long before the call's own timeout: 1.5 s plus three times the last sweep.
+    this.sweepOverdueTimer = setTimeout(
+      () => {
+        this.sweepOverdueTimer = null;
+        this.sweepSilent = true;
+        this.refreshState();
+      },
+      this.staleAfterMs + 3 * (this.lastSweepMs ?? 0),
+    );
+    this.sweepOverdueTimer.unref?.();
+    const asOf = (await this.admin.serverTime()).getTime();
+    let page: string | null = null;
+    let rows = 0;
+    do {
+      if (this.closed) return;
+      const res = await this.admin.list({ cursor: page, limit: this.pageSize });
+      if (this.closed) return;
+      let moved = 0;
+      for (const info of res.items) if (this.applyHeartbeat(info)) moved++;
+      if (moved > 0) this.scheduleFlush();
+      rows += res.items.length;
+      page = res.nextCursor;
+    } while (page !== null);
+    if (this.sweepOverdueTimer !== null) clearTimeout(this.sweepOverdueTimer);
+    this.sweepOverdueTimer = null;
+    this.sweepSilent = false;
+    this.sweepCompleted(sweepNo, t0, asOf, rows);
+    // Rows and the new check time go out together, also when no row moved.
+    this.flush(true);
+    this.refreshState();
+  }
+
+  /**
+   * A swept row, applied only where it is a heartbeat-rate change of the lease the model holds:
+   * same token, same end (a renew, a checkpoint, a release request). A new token or a release is an
+   * ownership change, which the feed carries: applied from a sweep that raced ahead of the feed, it
+   * would make the feed's own entries look old and hide the transition from the activity counts
+   * (a release followed by an acquire read by one sweep looks like a lone acquire on a backend
+   * without handoff counters). The feed brings it within a poll.
+   */
+  private applyHeartbeat(info: LeaseInfo): boolean {
+    const existing = this.entries.get(info.workId);
+    if (existing === undefined || info.fencingToken !== existing.token || info.ended !== existing.row.ended) {
+      return false;
+    }
+    return this.applyLease(info);
+  }
+
+  private sweepCompleted(sweepNo: number, t0: number, asOf: number, rows: number): void {
+    const took = performance.now() - t0;
+    this.lastSweepStart = Math.max(this.lastSweepStart, t0);
+    this.lastSweepMs = Math.round(took);
+    this.lastSweepRows = rows;
+    this.sweepIntervalMs = Math.max(this.heartbeatCheckMs, Math.ceil(this.sweepCostFactor * took));
+    if (this.heartbeatsAsOfValue === null || asOf > this.heartbeatsAsOfValue) this.heartbeatsAsOfValue = asOf;
+    this.sweepFailure = null;
+    const still: typeof this.sweptWaiters = [];
+    for (const w of this.sweptWaiters) {
+      if (sweepNo > w.after) w.resolve();
+      else still.push(w);
+    }
+    this.sweptWaiters = still;
+  }
+
+  private sweepSleep(ms: number): Promise<void> {
+    if (this.closed || ms <= 0) return sleepResolved;
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done(): void {
+        clearTimeout(timer);
+        if (self.sweepWakeUp === done) self.sweepWakeUp = null;
+        resolve();
+      }
+      this.sweepWakeUp = done;
+    });
   }
 
   /** Returns how many changes were newer than the model. */
@@ -463,19 +716,26 @@ export class FleetModel {
     }, this.batchMs);
   }
 
-  /** Emits the pending rows as one `leases` event (seq + 1). */
-  private flush(): void {
+  /** Emits the pending rows as one `leases` event (seq + 1); `always`: also when none are pending. */
+  private flush(always = false): void {
     if (this.flushTimer !== null) {
       clearTimeout(this.flushTimer);
       this.flushTimer = null;
     }
-    if (this.pendingUpserts.size === 0 && this.pendingRemoved.size === 0) return;
+    if (!always && this.pendingUpserts.size === 0 && this.pendingRemoved.size === 0) return;
     const upserts = [...this.pendingUpserts.values()];
     const removed = [...this.pendingRemoved];
     this.pendingUpserts = new Map();
     this.pendingRemoved = new Set();
     this.seqNo++;
-    this.emit({ type: 'leases', seq: this.seqNo, upserts, removed, serverTime: this.clock.serverNow() });
+    this.emit({
+      type: 'leases',
+      seq: this.seqNo,
+      upserts,
+      removed,
+      serverTime: this.clock.serverNow(),
+      heartbeatsAsOf: this.heartbeatsAsOfValue,
+    });
   }
 
   /** The backend answered a poll or heartbeat that started at `startedAt` (backend clock). */
@@ -485,10 +745,31 @@ export class FleetModel {
     this.staleTimer = setTimeout(() => {
       this.staleTimer = null;
       // A failed call already set reconnecting/error; only a silent (hanging) link turns stale here.
-      if (this.stateValue === 'live' && !this.closed) this.setState('stale', null);
+      this.feedSilent = true;
+      this.refreshState();
     }, this.staleAfterMs);
     this.staleTimer.unref?.();
-    this.setState('live', null);
+    this.feedFailure = null;
+    this.feedSilent = false;
+    this.refreshState();
+  }
+
+  /**
+   * The state from the feed's and the sweeps' health: a failure of either (the feed's first),
+   * then silence of either, else live. Live only after the first confirmation.
+   */
+  private refreshState(): void {
+    if (this.closed) return;
+    const failure = this.feedFailure ?? this.sweepFailure;
+    if (failure !== null) {
+      this.setState(hasCode(failure, 'BACKEND_UNAVAILABLE') ? 'reconnecting' : 'error', failure);
+    } else if (this.syncedAtValue === null) {
+      return;
+    } else if (this.feedSilent || this.sweepSilent) {
+      this.setState('stale', null);
+    } else {
+      this.setState('live', null);
+    }
   }
 
   private resolveCaughtUp(pollNo: number): void {

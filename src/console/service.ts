@@ -63,7 +63,7 @@ import { FleetModel, type FleetModelOptions, type ModelEvent } from './model.ts'
 import type { ProfileStore, ThresholdOverrides } from './profiles.ts';
 import { toAuditWire, toLeaseRow } from './rows.ts';
 import { countFleet } from './stats.ts';
-import { leaseStatus } from './status.ts';
+import { judgedAt, leaseStatus } from './status.ts';
 
 /** A connection as given to the service (from a profile, the CLI or `connections.add`). */
 export interface ConnectionInput {
@@ -146,6 +146,8 @@ export interface ConnectionMetrics {
   /** The console's calls to this backend: in all, and per second over the last 10 s. */
   callsTotal: number;
   callsPerSecond: number;
+  /** Heartbeat checks: the last one's age by the backend's clock, the interval, the last one's duration (s); null before. */
+  heartbeats: { ageSeconds: number; intervalSeconds: number; lastSeconds: number } | null;
 }
 
 function defaultOperator(): string {
@@ -205,7 +207,13 @@ class Connection {
   lastAnnouncedSyncedAt: number | null = null;
   private liveWaiters: Array<() => void> = [];
   /** The snapshot a paged `fleet.snapshot` is reading, so every page comes from the same one. */
-  private paged: { model: FleetModel; seq: number; serverTime: number; rows: LeaseRow[] } | null = null;
+  private paged: {
+    model: FleetModel;
+    seq: number;
+    serverTime: number;
+    heartbeatsAsOf: number | null;
+    rows: LeaseRow[];
+  } | null = null;
   private pagedTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -245,6 +253,7 @@ class Connection {
       clockOffsetMs: Math.round(this.clock?.offsetMs ?? 0),
       error: err === null || err === undefined ? null : errorToData(err),
       callsPerSecond: this.calls.perSecond(),
+      ...(this.model === null ? {} : { heartbeats: this.model.heartbeatCheck }),
     };
   }
 
@@ -313,6 +322,7 @@ class Connection {
           upserts: e.upserts,
           removed: e.removed,
           serverTime: e.serverTime,
+          heartbeatsAsOf: e.heartbeatsAsOf,
         });
         return;
       case 'resync':
@@ -329,6 +339,16 @@ class Connection {
     const estimate = this.clock?.serverNow() ?? Math.round(this.service.now());
     const syncedAt = this.model?.syncedAt ?? null;
     return this.state === 'live' || syncedAt === null ? estimate : Math.min(estimate, syncedAt);
+  }
+
+  /**
+   * The backend time statuses are judged at: {@link serverNow}, but never later than the last
+   * heartbeat check of the rows judged (`heartbeatsAsOf`; default the model's): a renew after it
+   * may not be in the rows, so a lease past its `expiresAt` by a later clock is not yet confirmed
+   * expired (see the model's file comment).
+   */
+  statusNow(heartbeatsAsOf: number | null | undefined = this.model?.heartbeatsAsOf): number {
+    return judgedAt(this.serverNow(), heartbeatsAsOf);
   }
 
   whenLive(): Promise<void> {
@@ -359,12 +379,18 @@ class Connection {
   pagedSnapshot(
     model: FleetModel,
     seq: number | undefined,
-  ): { seq: number; serverTime: number; rows: LeaseRow[] } {
+  ): { seq: number; serverTime: number; heartbeatsAsOf: number | null; rows: LeaseRow[] } {
     let held = this.paged;
     if (held === null || held.model !== model || (seq !== held.seq && model.seq !== held.seq)) {
       const snap = model.snapshot();
       snap.rows.sort((a, b) => (a.workId < b.workId ? -1 : a.workId > b.workId ? 1 : 0));
-      held = { model, seq: snap.seq, serverTime: snap.serverTime, rows: snap.rows };
+      held = {
+        model,
+        seq: snap.seq,
+        serverTime: snap.serverTime,
+        heartbeatsAsOf: snap.heartbeatsAsOf,
+        rows: snap.rows,
+      };
       this.paged = held;
     }
     if (this.pagedTimer !== null) clearTimeout(this.pagedTimer);
@@ -585,12 +611,24 @@ class Service implements ConsoleService {
       const conn = this.visibleConnection(connectionId, caller);
       const model = conn.model;
       if (model === null) {
-        const empty = { connectionId, rows: [], seq: 0, serverTime: Math.round(this.now()) };
+        const empty = {
+          connectionId,
+          rows: [],
+          seq: 0,
+          serverTime: Math.round(this.now()),
+          heartbeatsAsOf: null,
+        };
         return limit === undefined ? empty : { ...empty, total: 0 };
       }
       if (limit === undefined) {
         const snap = model.snapshot();
-        return { connectionId, rows: snap.rows, seq: snap.seq, serverTime: snap.serverTime };
+        return {
+          connectionId,
+          rows: snap.rows,
+          seq: snap.seq,
+          serverTime: snap.serverTime,
+          heartbeatsAsOf: snap.heartbeatsAsOf,
+        };
       }
       const snap = conn.pagedSnapshot(model, seq);
       const from = offset ?? 0;
@@ -599,6 +637,7 @@ class Service implements ConsoleService {
         rows: snap.rows.slice(from, from + limit),
         seq: snap.seq,
         serverTime: snap.serverTime,
+        heartbeatsAsOf: snap.heartbeatsAsOf,
         total: snap.rows.length,
       };
     },
@@ -610,7 +649,7 @@ class Service implements ConsoleService {
         return { counts: countFleet([], serverNow, conn.input.thresholds), rates: [], since: null };
       }
       return {
-        counts: countFleet(model.rows(), serverNow, conn.input.thresholds),
+        counts: countFleet(model.rows(), conn.statusNow(), conn.input.thresholds),
         rates: model.rates.points(serverNow, minutes ?? 60),
         since: model.rates.oldest(serverNow),
       };
@@ -687,10 +726,13 @@ class Service implements ConsoleService {
       const conn = this.visibleConnection(connectionId, caller);
       const model = conn.model;
       if (model === null)
-        return { records: [], total: 0, nextOffset: null, seq: 0, statusAt: conn.serverNow() };
+        return { records: [], total: 0, nextOffset: null, seq: 0, statusAt: conn.statusNow() };
       const snap = conn.pagedSnapshot(model, seq);
       // A later page of the same snapshot keeps the first page's time: one status per row per file.
-      const at = offset > 0 && seq === snap.seq && statusAt !== undefined ? statusAt : conn.serverNow();
+      const at =
+        offset > 0 && seq === snap.seq && statusAt !== undefined
+          ? statusAt
+          : conn.statusNow(snap.heartbeatsAsOf);
       const statuses =
         filter.statuses !== undefined && filter.statuses.length > 0 ? new Set(filter.statuses) : null;
       const records: string[] = [];
@@ -879,7 +921,7 @@ class Service implements ConsoleService {
         let byStatus: Record<LeaseStatus, number> | null = null;
         let holders: number | null = null;
         if (model !== null && model.syncedAt !== null) {
-          const at = c.serverNow();
+          const at = c.statusNow();
           byStatus = Object.fromEntries(LEASE_STATUSES.map((st) => [st, 0])) as Record<LeaseStatus, number>;
           const held = new Set<string>();
           for (const row of model.rows()) {
@@ -898,6 +940,14 @@ class Service implements ConsoleService {
           holders,
           callsTotal: c.calls.total,
           callsPerSecond: c.calls.perSecond(),
+          heartbeats:
+            model === null || model.heartbeatsAsOf === null
+              ? null
+              : {
+                  ageSeconds: Math.max(0, c.serverNow() - model.heartbeatsAsOf) / 1000,
+                  intervalSeconds: model.heartbeatCheck.intervalMs / 1000,
+                  lastSeconds: (model.heartbeatCheck.lastMs ?? 0) / 1000,
+                },
         };
       });
   }

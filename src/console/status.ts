@@ -6,6 +6,20 @@
 import type { LeaseRow, LeaseStatus, Thresholds } from './api.ts';
 
 /**
+ * The backend time a connection's statuses are judged at: its backend clock now (or, while the
+ * connection is not current, its last confirmed time), but never later than `heartbeatsAsOf`, the
+ * start of the console's last complete heartbeat check. Renews and checkpoints reach the console
+ * only through those checks (the change feed carries ownership changes), so past that moment a
+ * row's `expiresAt` may already have moved: a lease is shown expired only once a check that began
+ * after its `expiresAt` still found it run out. Null/undefined: no check yet (no cap).
+ */
+export function judgedAt(serverNow: number, heartbeatsAsOf: number | null | undefined): number {
+  return heartbeatsAsOf === null || heartbeatsAsOf === undefined
+    ? serverNow
+    : Math.min(serverNow, heartbeatsAsOf);
+}
+
+/**
  * - `force-released`: an operator ended it (until the work item is acquired again).
  * - `released`: its holder released it cleanly.
  * - `expired`: it ran out and nobody re-acquired it — orphaned work.
@@ -14,7 +28,8 @@ import type { LeaseRow, LeaseStatus, Thresholds } from './api.ts';
  * - `expiring`: live with less than `expiringFraction` of its ttl left.
  * - `live`: otherwise.
  *
- * @param serverNow the backend's clock now, ms (local clock + measured offset).
+ * @param serverNow the backend time to judge at, ms: {@link judgedAt} of the backend's clock (local
+ *   clock + measured offset) and the last heartbeat check.
  */
 export function leaseStatus(
   row: Pick<LeaseRow, 'expiresAt' | 'ttlMs' | 'ended' | 'acquiredAt' | 'renewedAt' | 'checkpointedAt'>,

@@ -55,6 +55,7 @@ function render(families: Family[]): string {
 export function formatMetrics(connections: readonly ConnectionMetrics[]): string {
   const base = (c: ConnectionMetrics) => ({ connection: c.name, connection_id: c.id });
   const synced = connections.filter((c) => c.byStatus !== null);
+  const checked = connections.filter((c) => c.heartbeats !== null);
   return render([
     {
       name: 'worklease_console_connection_up',
@@ -84,6 +85,24 @@ export function formatMetrics(connections: readonly ConnectionMetrics[]): string
       type: 'gauge',
       help: 'Distinct holders of the leases held now (live, expiring or stuck).',
       samples: synced.map((c) => ({ labels: base(c), value: c.holders ?? 0 })),
+    },
+    {
+      name: 'worklease_console_heartbeats_checked_age_seconds',
+      type: 'gauge',
+      help: "Time since the last complete heartbeat check (a sweep of the fleet: the change feed carries no renews) began, by the backend's clock. Statuses are judged no later than that moment.",
+      samples: checked.map((c) => ({ labels: base(c), value: c.heartbeats!.ageSeconds })),
+    },
+    {
+      name: 'worklease_console_heartbeat_check_interval_seconds',
+      type: 'gauge',
+      help: 'The interval heartbeat checks run at now: 2 s, or 5 times a sweep where the fleet makes a sweep slower.',
+      samples: checked.map((c) => ({ labels: base(c), value: c.heartbeats!.intervalSeconds })),
+    },
+    {
+      name: 'worklease_console_heartbeat_check_duration_seconds',
+      type: 'gauge',
+      help: 'How long the last heartbeat check (serverTime and every list page) took.',
+      samples: checked.map((c) => ({ labels: base(c), value: c.heartbeats!.lastSeconds })),
     },
     {
       name: 'worklease_console_backend_calls_total',

@@ -549,6 +549,32 @@ describe('worklease watch', () => {
       expect(await watch.stop()).toBe(0);
     }
   });
+
+  it('prints ownership changes only, says so, and refuses the heartbeat kinds', async () => {
+    const watch = start(['watch', PG_URL, '--schema', ns, '--max-interval', '200']);
+    try {
+      const [started] = await watch.waitFor(/watching postgres:.*$/m, 'stderr');
+      expect(started).toContain('renews and checkpoints are not in the change feed');
+      let rec = await backend.acquire('job/beats', 'w-beats', 30_000);
+      rec = await backend.renew(rec, 30_000);
+      await backend.checkpoint(rec, new TextEncoder().encode('{}'), 30_000);
+      await backend.release(rec);
+      await watch.waitFor(/job\/beats {2}released/m);
+      const lines = watch
+        .stdout()
+        .split('\n')
+        .filter((l) => l.includes('job/beats'));
+      // The renew and the checkpoint are not ownership changes (and, after issue 14, not in the feed).
+      expect(lines.map((l) => l.split('  ')[2])).toEqual(['acquired', 'released']);
+    } finally {
+      expect(await watch.stop()).toBe(0);
+    }
+    const bad = await run(['watch', PG_URL, '--schema', ns, '--kind', 'acquired,renewed']);
+    expect(bad.code).toBe(2);
+    expect(errorLine(bad.stderr)).toBe(
+      "worklease: INVALID_ARGUMENT: 'renewed' is not in the change feed: it carries ownership changes only (acquired, released, force-released, release-requested, pruned); a lease's last heartbeat and checkpoint are in 'worklease show' and the console",
+    );
+  });
 });
 
 describe('help', () => {

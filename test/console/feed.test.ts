@@ -16,9 +16,11 @@ import {
   type LeaseAdmin,
   type LeaseBackend,
   type LeaseRecord,
+  openBackend,
 } from '../../src/index.ts';
 import { type BackendTarget, openIsolated, PG_URL, REDIS_URL, uniqueNamespace } from '../support/backends.ts';
 import { dropConnections, dropNamespace } from '../support/faults.ts';
+import { withoutHeartbeatChanges } from './helpers.ts';
 
 async function fullList(admin: LeaseAdmin): Promise<ReturnType<typeof toLeaseRow>[]> {
   const rows: ReturnType<typeof toLeaseRow>[] = [];
@@ -99,8 +101,11 @@ describe.each(targets)('console feed on $kind', (target) => {
     // Some leases exist before the console starts: they come from the snapshot.
     for (let i = 0; i < 10; i++) await writer.acquire(`pre-${i}`, 'early', 30_000);
     const service = createConsoleService({
+      // The feed as issue 14 has it (ownership changes only): renews and checkpoints reach the
+      // model through its sweeps.
+      openBackend: async (url, options) => withoutHeartbeatChanges(await openBackend(url, options)).backend,
       connections: [{ name: target.kind, url: `${target.url}?${target.param}=${ns}` }],
-      feed: { pollMinMs: 20, pollMaxMs: 200, retryMinMs: 50, retryMaxMs: 500 },
+      feed: { pollMinMs: 20, pollMaxMs: 200, retryMinMs: 50, retryMaxMs: 500, heartbeatCheckMs: 500 },
     });
     const events: ConsoleEvent[] = [];
     service.subscribe((e) => events.push(e));
@@ -118,6 +123,7 @@ describe.each(targets)('console feed on $kind', (target) => {
       await service.waitLive(id);
       const model = service.model(id)!;
       await model.caughtUp();
+      await model.swept();
       const fresh = await fullList(writer.admin);
       expect(fresh.length).toBeGreaterThan(10);
       expect(sorted(model.snapshot().rows)).toEqual(fresh);
@@ -165,6 +171,8 @@ describe.each(targets)('console feed on $kind', (target) => {
     model.start();
     try {
       await churn(writer, 60, async () => {});
+      await model.swept();
+      // Last: a poll that succeeded (every third fails), so the state is live again.
       await model.caughtUp();
       expect(seen).toContain('reconnecting');
       expect(seen.filter((s) => s === 'resync').length).toBeGreaterThanOrEqual(2);

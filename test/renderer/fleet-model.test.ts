@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  applyLeaseEvents,
   computeView,
   EMPTY_FILTER,
   type FleetSource,
@@ -42,6 +43,39 @@ function source(rows: LeaseRow[]): FleetSource {
 }
 
 describe('renderer fleet model', () => {
+  it('judges statuses no later than the last heartbeat check, which travels with the rows', () => {
+    // Ran out 2 s ago by the clock; the last check began 5 s ago, before its expiry.
+    const rows = [row(1, -2000), row(2, 30_000), row(3, -8000)];
+    const src: FleetSource = {
+      ...source(rows),
+      data: fromSnapshot({ connectionId: 'c', rows, seq: 0, serverTime: NOW, heartbeatsAsOf: NOW - 5000 }),
+    };
+    const before = computeView([src], EMPTY_FILTER, { key: 'workId', dir: 'asc' }, NOW);
+    // Only the lease that was past its expiry when the check began is expired.
+    expect(before.counts.expired).toBe(1);
+    expect(before.counts.expiring + before.counts.live).toBe(2);
+    // A check that began after the expiry comes with an event (here with no row changed).
+    const { data } = applyLeaseEvents(src.data, [
+      {
+        type: 'leases',
+        connectionId: 'c',
+        seq: 1,
+        upserts: [],
+        removed: [],
+        serverTime: NOW,
+        heartbeatsAsOf: NOW - 100,
+      },
+    ]);
+    expect(data.heartbeatsAsOf).toBe(NOW - 100);
+    const after = computeView([{ ...src, data }], EMPTY_FILTER, { key: 'workId', dir: 'asc' }, NOW);
+    expect(after.counts.expired).toBe(2);
+    // An event from a server that does not say keeps the last check.
+    const { data: same } = applyLeaseEvents(data, [
+      { type: 'leases', connectionId: 'c', seq: 2, upserts: [], removed: [], serverTime: NOW },
+    ]);
+    expect(same.heartbeatsAsOf).toBe(NOW - 100);
+  });
+
   it('sorts in slices exactly like a stable native sort, both directions', () => {
     const keys = Array.from({ length: 10_000 }, (_, i) => (i * 7919) % 97);
     const cmp = (i: number, j: number) => (keys[i] as number) - (keys[j] as number);

@@ -116,6 +116,9 @@ describe('/metrics behind the sign-in', () => {
       ['worklease_console_backend_calls_total', 'counter'],
       ['worklease_console_backend_calls_per_second', 'gauge'],
       ['worklease_console_connection_up', 'gauge'],
+      ['worklease_console_heartbeats_checked_age_seconds', 'gauge'],
+      ['worklease_console_heartbeat_check_interval_seconds', 'gauge'],
+      ['worklease_console_heartbeat_check_duration_seconds', 'gauge'],
     ]) {
       expect(out.body).toMatch(new RegExp(`^# HELP ${name} \\S.*$`, 'm'));
       expect(out.body).toContain(`# TYPE ${name} ${type}\n`);
@@ -129,6 +132,16 @@ describe('/metrics behind the sign-in', () => {
     expect(sample(out.body, 'worklease_console_stuck_leases', { connection: 'main' })).toBe(0);
     expect(sample(out.body, 'worklease_console_holders', { connection: 'main' })).toBe(2);
     expect(sample(out.body, 'worklease_console_connection_up', { connection: 'main' })).toBe(1);
+    // Heartbeat checks: the last began within the 2 s interval (plus a sweep and some load) before now.
+    const age = sample(out.body, 'worklease_console_heartbeats_checked_age_seconds', { connection: 'main' });
+    expect(age).toBeGreaterThanOrEqual(0);
+    expect(age).toBeLessThan(5);
+    expect(
+      sample(out.body, 'worklease_console_heartbeat_check_interval_seconds', { connection: 'main' }),
+    ).toBe(2);
+    expect(
+      sample(out.body, 'worklease_console_heartbeat_check_duration_seconds', { connection: 'main' }),
+    ).toBeGreaterThanOrEqual(0);
     // The name with a quote and a backslash is escaped in its label.
     expect(out.body).toContain('connection="we\\"ird\\\\name"');
     expect(sample(out.body, 'worklease_console_leases', { connection: WEIRD, status: 'live' })).toBe(2);

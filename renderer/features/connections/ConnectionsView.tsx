@@ -7,7 +7,8 @@ import { useServices } from '../../app/context.tsx';
 import { useConnections, useInfo, usePermissions, useSession } from '../../app/hooks.ts';
 import { EnvBadge, ErrorNotice, freshness } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
-import { formatSeconds } from '../../lib/format.ts';
+import { formatAgo, formatSeconds } from '../../lib/format.ts';
+import { heartbeatCheckText } from '../detail/DetailPane.tsx';
 
 export function ConnectionsView({ linkUp }: { linkUp: boolean }) {
   const connections = useConnections();
@@ -82,6 +83,7 @@ function ConnectionCard({
       : undefined;
   const queryClient = useQueryClient();
   const now = useNow();
+  const check = sync.heartbeats.get(conn.id) ?? conn.heartbeats;
   const [confirmRemove, setConfirmRemove] = useState(false);
   const update = useMutation({
     mutationFn: (readOnly: boolean) =>
@@ -122,6 +124,17 @@ function ConnectionCard({
             title="The console's own calls to this backend, averaged over the last 10 s"
           >
             console load {conn.callsPerSecond.toLocaleString(undefined, { maximumFractionDigits: 1 })} calls/s
+          </span>
+        )}
+        {check !== undefined && (
+          <span
+            className="muted"
+            data-testid="heartbeat-check"
+            title="The change feed carries ownership changes only: the console re-reads the fleet this often to see renews and checkpoints, and shows a lease expired only once such a check confirms it"
+          >
+            heartbeats checked{' '}
+            {check.asOf === null ? 'not yet' : formatAgo(now + conn.clockOffsetMs - check.asOf)} ·{' '}
+            {heartbeatCheckText(check)}
           </span>
         )}
       </div>

@@ -1,7 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
-import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
-import { leaseStatus } from '../../../src/console/status.ts';
+import type { ConnectionInfo, HeartbeatCheckWire, LeaseRow } from '../../../src/console/api.ts';
+import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
 import { auditQuery } from '../../api/queries.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
@@ -28,9 +28,19 @@ export interface DetailPaneProps {
   localNow: number;
   /** The connection's freshness: while stale the clock stops at its last confirmed time and force release is off. */
   freshness?: Freshness | undefined;
+  /** When the rows' heartbeats were last checked (FleetData.heartbeatsAsOf): statuses are judged no later. */
+  heartbeatsAsOf?: number | null | undefined;
   onClose: () => void;
   /** Puts focus back on this lease's row in the table (after the dialog closes). */
   onReturnFocus?: (() => void) | undefined;
+}
+
+/** "every 2 s · the last check read 1,000 leases in 12 ms": how current heartbeats can be. */
+export function heartbeatCheckText(check: HeartbeatCheckWire): string {
+  const every = `every ${formatDuration(check.intervalMs)}`;
+  if (check.lastMs === null) return every;
+  const n = check.lastRows;
+  return `${every} · the last check read ${n.toLocaleString()} ${n === 1 ? 'lease' : 'leases'} in ${formatDuration(check.lastMs)}`;
 }
 
 export function DetailPane({
@@ -38,16 +48,20 @@ export function DetailPane({
   row,
   localNow,
   freshness,
+  heartbeatsAsOf = null,
   onClose,
   onReturnFocus,
 }: DetailPaneProps) {
   const info = useInfo().data;
+  const { sync } = useServices();
+  const check = sync.heartbeats.get(connection.id) ?? connection.heartbeats;
   const [confirming, setConfirming] = useState<{ row: LeaseRow; reason?: string } | null>(null);
   const [asking, setAsking] = useState<LeaseRow | null>(null);
   const [fNote, setFNote] = useState<string | null>(null);
   const zone = useTimeMode() === 'utc' ? 'utc' : 'local';
   const stale = freshness?.stale === true;
   const serverNow = stale && freshness?.asOf != null ? freshness.asOf : localNow + connection.clockOffsetMs;
+  const statusAt = judgedAt(serverNow, heartbeatsAsOf);
   const perm = usePermissions(connection.id);
   // The server's answer decides (role, read-only); before it arrives, nothing is offered.
   const writable = perm?.forceRelease.allowed === true && !connection.readOnly && info?.readOnly === false;
@@ -82,7 +96,7 @@ export function DetailPane({
             ? `this view is not current (${freshness?.reason ?? 'stale'}).`
             : row === null
               ? 'this lease is no longer in the fleet.'
-              : row.ended !== null || leaseStatus(row, serverNow, connection.thresholds) === 'expired'
+              : row.ended !== null || leaseStatus(row, statusAt, connection.thresholds) === 'expired'
                 ? 'this lease is not live: no holder to ask.'
                 : row.releaseRequest != null
                   ? 'the holder was already asked (see the request above).'
@@ -180,7 +194,7 @@ export function DetailPane({
             </dd>
             <dt>Status</dt>
             <dd>
-              <StatusBadge status={leaseStatus(row, serverNow, connection.thresholds)} />
+              <StatusBadge status={leaseStatus(row, statusAt, connection.thresholds)} />
             </dd>
             <dt>Work ID</dt>
             <dd className="mono">
@@ -199,7 +213,7 @@ export function DetailPane({
             <dt>Expires</dt>
             <dd>
               {row.ended === null ? (
-                <Time at={row.expiresAt} serverNow={serverNow} expiry />
+                <Time at={row.expiresAt} serverNow={serverNow} checkedAt={heartbeatsAsOf} expiry />
               ) : (
                 <>
                   {formatTime(row.expiresAt, zone)} <span className="muted">(ended)</span>
@@ -214,6 +228,11 @@ export function DetailPane({
             </dd>
             <dt>Last heartbeat</dt>
             <dd>{row.renewedAt === null ? '—' : <Time at={row.renewedAt} serverNow={serverNow} />}</dd>
+            <dt>Heartbeats checked</dt>
+            <dd data-testid="heartbeats-checked">
+              {heartbeatsAsOf === null ? 'not yet' : <Time at={heartbeatsAsOf} serverNow={serverNow} />}
+              {check !== undefined && <span className="muted"> · {heartbeatCheckText(check)}</span>}
+            </dd>
             <dt>Last checkpoint</dt>
             <dd>
               {row.checkpointedAt === null ? '—' : <Time at={row.checkpointedAt} serverNow={serverNow} />}
@@ -291,6 +310,7 @@ export function DetailPane({
           connection={connection}
           row={confirming.row}
           initialReason={confirming.reason}
+          heartbeatsAsOf={heartbeatsAsOf}
           onClose={() => closeDialog(null)}
           onReleased={(released) => closeDialog(released)}
         />
@@ -300,6 +320,7 @@ export function DetailPane({
           connection={connection}
           row={asking}
           serverNow={serverNow}
+          heartbeatsAsOf={heartbeatsAsOf}
           onClose={() => closeRequest(null)}
           onRequested={(requested) => closeRequest(requested)}
         />

@@ -15,7 +15,7 @@ import {
   useState,
 } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
-import { leaseStatus } from '../../../src/console/status.ts';
+import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
 import { Time } from '../../app/Time.tsx';
 import { EnvBadge, StatusBadge } from '../../app/ui.tsx';
@@ -234,6 +234,7 @@ export function FleetTable(props: FleetTableProps) {
                   conn={conn}
                   localNow={props.localNow}
                   frozenAt={props.frozen.get(connId) ?? null}
+                  heartbeatsAsOf={props.fleets.get(connId)?.heartbeatsAsOf ?? null}
                   active={item.index === activeIndex}
                   selected={props.selectedKey === rowKey(connId, workId)}
                   columns={columns}
@@ -257,6 +258,8 @@ interface RowProps {
   localNow: number;
   /** Set while the connection is stale: the last confirmed backend time, used instead of the clock. */
   frozenAt: number | null;
+  /** When the connection's heartbeats were last checked: statuses are judged no later (status.ts `judgedAt`). */
+  heartbeatsAsOf: number | null;
   active: boolean;
   selected: boolean;
   columns: Column[];
@@ -266,7 +269,7 @@ interface RowProps {
 const Row = memo(function Row(p: RowProps) {
   const { row, conn } = p;
   const serverNow = p.frozenAt ?? p.localNow + conn.clockOffsetMs;
-  const status = leaseStatus(row, serverNow, conn.thresholds);
+  const status = leaseStatus(row, judgedAt(serverNow, p.heartbeatsAsOf), conn.thresholds);
   return (
     <tr
       id={`lease-row-${p.index}`}
@@ -276,7 +279,15 @@ const Row = memo(function Row(p: RowProps) {
       onClick={() => p.onClick(p.index)}
     >
       {p.columns.map((c) => (
-        <Cell key={c.key} column={c} row={row} conn={conn} status={status} serverNow={serverNow} />
+        <Cell
+          key={c.key}
+          column={c}
+          row={row}
+          conn={conn}
+          status={status}
+          serverNow={serverNow}
+          checkedAt={p.heartbeatsAsOf}
+        />
       ))}
     </tr>
   );
@@ -288,12 +299,14 @@ function Cell({
   conn,
   status,
   serverNow,
+  checkedAt,
 }: {
   column: Column;
   row: LeaseRow;
   conn: ConnectionInfo;
   status: ReturnType<typeof leaseStatus>;
   serverNow: number;
+  checkedAt: number | null;
 }) {
   const cls = column.className;
   switch (column.key) {
@@ -340,7 +353,11 @@ function Cell({
     case 'expiresAt':
       return (
         <td className={cls}>
-          {row.ended !== null ? '—' : <Time at={row.expiresAt} serverNow={serverNow} expiry compact />}
+          {row.ended !== null ? (
+            '—'
+          ) : (
+            <Time at={row.expiresAt} serverNow={serverNow} checkedAt={checkedAt} expiry compact />
+          )}
         </td>
       );
     case 'renewedAt':

@@ -516,6 +516,7 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
                 rev={rev}
                 localNow={tick}
                 freshness={freshness.get(selection.connectionId)}
+                heartbeatsAsOf={fleetMap.get(selection.connectionId)?.heartbeatsAsOf ?? null}
                 onClose={() => onSelect(null)}
                 onReturnFocus={focusRow}
               />

@@ -21,7 +21,7 @@
  */
 import type { ConsoleEvent, LeaseRow, LeaseStatus, Thresholds } from '../../../src/console/api.ts';
 import { LEASE_STATUSES } from '../../../src/console/api.ts';
-import { leaseStatus } from '../../../src/console/status.ts';
+import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
 import { drain, sortIndices } from '../../lib/slices.ts';
 
 export interface FleetData {
@@ -32,6 +32,12 @@ export interface FleetData {
   /** Seq of the last event applied. */
   seq: number;
   serverTime: number;
+  /**
+   * When these rows' heartbeats were last checked (backend time; null before the first check, or
+   * from a server that does not say). Rows and this time travel together (snapshot, then events),
+   * so statuses are judged no later than it (src/console/status.ts `judgedAt`).
+   */
+  heartbeatsAsOf: number | null;
   /** Bumped by every applied batch. */
   rev: number;
   /** Bumped when ids were added or removed. */
@@ -45,6 +51,7 @@ export interface Snapshot {
   rows: LeaseRow[];
   seq: number;
   serverTime: number;
+  heartbeatsAsOf?: number | null | undefined;
 }
 
 export type LeasesEvent = Extract<ConsoleEvent, { type: 'leases' }>;
@@ -63,6 +70,7 @@ export function fromSnapshot(snapshot: Snapshot): FleetData {
     sortedIds,
     seq: snapshot.seq,
     serverTime: snapshot.serverTime,
+    heartbeatsAsOf: snapshot.heartbeatsAsOf ?? null,
     rev: 0,
     membershipRev: 0,
   };
@@ -104,6 +112,7 @@ export class SnapshotBuilder {
       sortedIds: this.ids,
       seq: this.head.seq,
       serverTime: this.head.serverTime,
+      heartbeatsAsOf: this.head.heartbeatsAsOf ?? null,
       rev: page,
       membershipRev: page,
       loading: { loaded: this.ids.length, total },
@@ -118,6 +127,7 @@ export class SnapshotBuilder {
       sortedIds: this.ids,
       seq: this.head.seq,
       serverTime: this.head.serverTime,
+      heartbeatsAsOf: this.head.heartbeatsAsOf ?? null,
       rev: 0,
       membershipRev: 0,
     };
@@ -150,6 +160,7 @@ export interface ApplyResult {
 export function applyLeaseEvents(data: FleetData, events: readonly LeasesEvent[]): ApplyResult {
   let seq = data.seq;
   let serverTime = data.serverTime;
+  let heartbeatsAsOf = data.heartbeatsAsOf;
   let added = 0;
   let removed = 0;
   let applied = 0;
@@ -164,6 +175,9 @@ export function applyLeaseEvents(data: FleetData, events: readonly LeasesEvent[]
     }
     seq = ev.seq;
     serverTime = Math.max(serverTime, ev.serverTime);
+    if (ev.heartbeatsAsOf != null && (heartbeatsAsOf === null || ev.heartbeatsAsOf > heartbeatsAsOf)) {
+      heartbeatsAsOf = ev.heartbeatsAsOf;
+    }
     applied++;
     for (const row of ev.upserts) {
       const old = rows.get(row.workId);
@@ -193,6 +207,7 @@ export function applyLeaseEvents(data: FleetData, events: readonly LeasesEvent[]
         ...data,
         seq,
         serverTime,
+        heartbeatsAsOf,
         rev: data.rev + (applied > 0 ? 1 : 0),
         membershipRev: data.membershipRev + (added > 0 || removed > 0 ? 1 : 0),
       },
@@ -295,9 +310,17 @@ export interface FleetSource {
   frozenAt?: number | null | undefined;
 }
 
-/** The backend time a source's statuses are computed at. */
-export function sourceNow(src: FleetSource, localNow: number): number {
+/** The backend's clock as this source shows it: its last confirmed time while stale, else local clock + offset. */
+export function sourceClock(src: FleetSource, localNow: number): number {
   return src.frozenAt ?? localNow + src.clockOffsetMs;
+}
+
+/**
+ * The backend time a source's statuses are judged at: {@link sourceClock}, but no later than its
+ * rows' last heartbeat check (`data.heartbeatsAsOf`), so a lease renewed since is never shown expired.
+ */
+export function sourceNow(src: FleetSource, localNow: number): number {
+  return judgedAt(sourceClock(src, localNow), src.data.heartbeatsAsOf);
 }
 
 export type StatusCounts = Record<LeaseStatus, number>;

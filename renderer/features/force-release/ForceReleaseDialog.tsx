@@ -7,7 +7,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useId, useRef, useState } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
-import { leaseStatus } from '../../../src/console/status.ts';
+import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
 import { ConsoleError } from '../../api/client.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
@@ -25,6 +25,8 @@ export interface ForceReleaseDialogProps {
   row: LeaseRow;
   /** What the reason field starts with (escalating a release request cites it); empty by default. */
   initialReason?: string | undefined;
+  /** When the connection's heartbeats were last checked: the status is judged no later (status.ts `judgedAt`). */
+  heartbeatsAsOf?: number | null | undefined;
   /** Cancelled or closed after a refusal. */
   onClose: () => void;
   /** Done: the lease as the backend returned it (its new token). */
@@ -35,6 +37,7 @@ export function ForceReleaseDialog({
   connection,
   row,
   initialReason,
+  heartbeatsAsOf = null,
   onClose,
   onReleased,
 }: ForceReleaseDialogProps) {
@@ -72,7 +75,7 @@ export function ForceReleaseDialog({
   const ready = typed === row.workId && reason.trim() !== '' && !mutation.isPending && conflict === null;
   // What the operator decides on, by the server's clock: is the holder alive?
   const serverNow = useNow() + connection.clockOffsetMs;
-  const status = leaseStatus(row, serverNow, connection.thresholds);
+  const status = leaseStatus(row, judgedAt(serverNow, heartbeatsAsOf), connection.thresholds);
 
   return (
     <ModalForm
@@ -121,7 +124,7 @@ export function ForceReleaseDialog({
         </dd>
         <dt>Expires</dt>
         <dd>
-          <Time at={row.expiresAt} serverNow={serverNow} expiry />
+          <Time at={row.expiresAt} serverNow={serverNow} checkedAt={heartbeatsAsOf} expiry />
         </dd>
         <dt>Token being fenced</dt>
         <dd className="mono">

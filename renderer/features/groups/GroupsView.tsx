@@ -12,6 +12,7 @@ import { toSources, useFleets } from '../../app/hooks.ts';
 import { EnvBadge } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
 import { formatClockSeconds, formatDuration } from '../../lib/format.ts';
+import { sourceClock, sourceNow } from '../fleet/model.ts';
 
 /** Work ids listed per member before "+N more". */
 const SHOWN_ITEMS = 6;
@@ -29,8 +30,10 @@ export function GroupsView() {
   const freshness = useFreshness(connections);
   const sources = toSources(fleets, freshness);
   const byConnection = sources.map((s) => {
-    const now = s.frozenAt ?? localNow + s.clockOffsetMs;
-    return { source: s, now, groups: summarizeGroups(s.data.rows.values(), now) };
+    // Members are live or gone as of the last heartbeat check (a renew since may not be in the rows).
+    const judged = sourceNow(s, localNow);
+    const now = sourceClock(s, localNow);
+    return { source: s, now, groups: summarizeGroups(s.data.rows.values(), judged) };
   });
   const total = byConnection.reduce((n, c) => n + c.groups.length, 0);
 
@@ -95,7 +98,9 @@ export function GroupsView() {
                       <td className="mono">{visible(m.holderId)}</td>
                       <td className="nowrap">
                         {m.live
-                          ? `live · runs out in ${formatDuration(m.expiresAt - now)}`
+                          ? m.expiresAt > now
+                            ? `live · runs out in ${formatDuration(m.expiresAt - now)}`
+                            : 'live · due, awaiting heartbeat check'
                           : `gone · ${formatDuration(now - m.expiresAt)} ago`}
                       </td>
                       <td className={off ? 'nowrap group-off' : 'nowrap'}>

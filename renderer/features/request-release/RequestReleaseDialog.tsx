@@ -8,7 +8,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useId, useRef, useState } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
-import { leaseStatus } from '../../../src/console/status.ts';
+import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
 import { ConsoleError } from '../../api/client.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
@@ -24,6 +24,8 @@ export interface RequestReleaseDialogProps {
   row: LeaseRow;
   /** The backend's now: the local clock plus the connection's offset (frozen while stale). */
   serverNow: number;
+  /** When the connection's heartbeats were last checked: the status is judged no later (status.ts `judgedAt`). */
+  heartbeatsAsOf?: number | null | undefined;
   onClose: () => void;
   /** Done: the lease as the backend returned it (it carries the request). */
   onRequested: (requested: LeaseRow) => void;
@@ -47,6 +49,7 @@ export function RequestReleaseDialog({
   connection,
   row,
   serverNow,
+  heartbeatsAsOf = null,
   onClose,
   onRequested,
 }: RequestReleaseDialogProps) {
@@ -78,7 +81,7 @@ export function RequestReleaseDialog({
   });
 
   const ready = reason.trim() !== '' && !mutation.isPending && conflict === null;
-  const status = leaseStatus(row, serverNow, connection.thresholds);
+  const status = leaseStatus(row, judgedAt(serverNow, heartbeatsAsOf), connection.thresholds);
   const submit = () => {
     if (ready) mutation.mutate();
   };
@@ -114,7 +117,7 @@ export function RequestReleaseDialog({
         </dd>
         <dt>Expires</dt>
         <dd>
-          <Time at={row.expiresAt} serverNow={serverNow} expiry />
+          <Time at={row.expiresAt} serverNow={serverNow} checkedAt={heartbeatsAsOf} expiry />
         </dd>
         <dt>Token</dt>
         <dd className="mono">

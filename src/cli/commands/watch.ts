@@ -1,6 +1,13 @@
 /**
  * `worklease watch`: follows the backend's change feed and prints one line
- * per change as it happens. Where the feed coalesces writes (Postgres
+ * per ownership change as it happens: acquired, released, force-released,
+ * release-requested, pruned. Renews and checkpoints are not in the feed (issue
+ * 14: a feed entry per heartbeat cost the lease calls too much; they bump the
+ * row's version only), so `watch` does not print them, says so when it starts,
+ * and refuses `--kind renewed`/`checkpointed` rather than wait forever for
+ * something that never comes; a backend that still writes them has them
+ * dropped here, so the output means the same on every backend. The last
+ * heartbeat of a lease is in `worklease show` and the console. Where the feed coalesces writes (Postgres
  * delivers each row's latest version), the rows' handoff counters tell how
  * many acquisitions, releases and force-releases happened in between: each is
  * printed once, marked as seen between two reads. Polls adaptively: at once while changes keep
@@ -15,15 +22,10 @@ import type { ChangeKind, HandoffCounts, LeaseAdmin, LeaseChange } from '../../l
 import { type GlobalOptions, openCli, out, resolveUrl, warn } from '../context.ts';
 import { describeFailure } from '../errors.ts';
 
-const KINDS: ChangeKind[] = [
-  'acquired',
-  'renewed',
-  'checkpointed',
-  'released',
-  'force-released',
-  'release-requested',
-  'pruned',
-];
+/** The kinds the change feed carries: ownership changes. */
+const KINDS: ChangeKind[] = ['acquired', 'released', 'force-released', 'release-requested', 'pruned'];
+/** Written without a feed entry (they only bump the row's version). */
+const HEARTBEAT_KINDS: ChangeKind[] = ['renewed', 'checkpointed'];
 
 export interface WatchOptions {
   json?: boolean;
@@ -58,7 +60,9 @@ export async function watchCommand(
     // drops the repeat.
     const seen = new Map<string, Seen>();
     await seed(backend.admin, seen);
-    warn(`watching ${backend.url} (Ctrl-C to stop)`);
+    warn(
+      `watching ${backend.url}: ownership changes (${KINDS.join(', ')}); renews and checkpoints are not in the change feed (Ctrl-C to stop)`,
+    );
     let intervalMs = minIntervalMs;
     let failing = false;
     while (!stop.signal.aborted) {
@@ -76,6 +80,8 @@ export async function watchCommand(
         full = batch.changes.length >= 1000;
         const lines: string[] = [];
         for (const change of batch.changes) {
+          // A backend from before issue 14 still writes these: not an ownership change, not shown.
+          if (HEARTBEAT_KINDS.includes(change.kind)) continue;
           const before = seen.get(change.workId);
           if (!isNew(seen, change)) continue;
           const serverNow = Date.now() + offsetMs;
@@ -111,6 +117,11 @@ function parseKinds(values: string[] | undefined): Set<ChangeKind> | null {
   const set = new Set<ChangeKind>();
   for (const v of values.flatMap((x) => x.split(',')).map((x) => x.trim())) {
     if (v === '') continue;
+    if ((HEARTBEAT_KINDS as string[]).includes(v)) {
+      throw new InvalidArgumentError(
+        `'${v}' is not in the change feed: it carries ownership changes only (${KINDS.join(', ')}); a lease's last heartbeat and checkpoint are in 'worklease show' and the console`,
+      );
+    }
     if (!(KINDS as string[]).includes(v)) {
       throw new InvalidArgumentError(`unknown change kind '${v}': use one of ${KINDS.join(', ')}`);
     }
@@ -205,13 +216,9 @@ function changeTime(change: LeaseChange, serverNow: number): Date {
       ? null
       : change.kind === 'acquired'
         ? lease.acquiredAt
-        : change.kind === 'renewed'
-          ? lease.renewedAt
-          : change.kind === 'checkpointed'
-            ? lease.checkpointedAt
-            : change.kind === 'release-requested'
-              ? (lease.releaseRequest?.at ?? null)
-              : lease.releasedAt;
+        : change.kind === 'release-requested'
+          ? (lease.releaseRequest?.at ?? null)
+          : lease.releasedAt;
   return at ?? new Date(serverNow);
 }
 
@@ -230,9 +237,7 @@ function render(change: LeaseChange, serverNow: number, json: boolean): string {
       checkpointSize: lease?.checkpointSize ?? null,
     });
   }
-  const extra =
-    change.kind === 'checkpointed' && lease?.checkpointSize != null ? `  size=${lease.checkpointSize}` : '';
-  return `${at}  ${change.workId}  ${change.kind}  holder=${lease?.holderId ?? '-'}  token=${change.fencingToken}${extra}`;
+  return `${at}  ${change.workId}  ${change.kind}  holder=${lease?.holderId ?? '-'}  token=${change.fencingToken}`;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
