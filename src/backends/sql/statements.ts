@@ -90,25 +90,34 @@
  * restored backup) from handing out a token it had already handed out, unless its clock
  * lags by more than the failover took. bigint arithmetic: exact up to 2^63 - 1.
  *
- * Every write sets `version = version + 1`, `last_op` and `change_xid =
- * pg_current_xact_id()`. The change feed (see `changes`) reads by change_xid.
- * It delivers each row's latest version, so acquire, release and forceRelease
+ * Every write sets `version = version + 1`. The change feed (see `changes`) carries
+ * ownership changes only: acquire, release, forceRelease, requestRelease and prune also
+ * set `last_op` (the feed's kind) and `change_xid = pg_current_xact_id()`, which the
+ * feed reads by. renew and checkpoint (heartbeats and progress, the bulk of all writes)
+ * set neither since migration 6: the console re-reads live rows for them, and a later
+ * feed entry of the item carries the row as it is stored then, with its version.
+ * The feed delivers each row's latest version, so acquire, release and forceRelease
  * also count themselves in the row (`acquisitions`, `releases`,
  * `force_releases`, migration 2; prune resets them, so a row that comes back
  * counts from zero like a new one): a reader counts every handoff exactly once
  * from the differences, however many writes a poll coalesced.
  *
- * Cost: the hot statements touch one row through the primary key, plus one
- * secondary index (change_xid) that every write must update; there are no
- * triggers. They run as named prepared statements on `pg`. Measured with
- * `pgbench -M prepared -r` (per-statement latency, both statements in one script
- * so the shared machine's noise hits both alike), PostgreSQL 15, 200 rows:
+ * Cost: the hot statements touch one row through the primary key. renew and
+ * checkpoint write no indexed column, so they are HOT updates (no index entry; the
+ * table's fillfactor of 80 leaves the page room for the new version, migration 6);
+ * acquire, release, forceRelease and prune also write the change_xid index. The
+ * trigger of migration 3 runs for each update but only notifies for an ended lease
+ * that a waiter asked for (migration 6). They run as named prepared statements on
+ * `pg`. Measured before migration 6 with `pgbench -M prepared -r` (per-statement
+ * latency, both statements in one script so the shared machine's noise hits both
+ * alike), PostgreSQL 15, 200 rows:
  *   1 client:  raw upsert 0.400 ms, renew 0.504 ms, same renew as a plain UPDATE
  *              0.497 ms, checkpoint 1 KiB 0.555 ms;
  *   16 clients: raw upsert 3.23 ms, renew 3.64 ms, plain UPDATE 3.53 ms.
- * So the CTE shape (clock read once, guarded fallback) costs nothing measurable;
- * what remains is the wider row and the non-HOT update. Dropping the change_xid
- * index did not change the ratio (0.568 vs 0.477 ms without it), so it stays.
+ * So the CTE shape (clock read once, guarded fallback) costs nothing measurable.
+ * Measured again with migration 6 (16 in flight, interleaved rounds, load 9): raw
+ * upsert 5 795/s, a plain UPDATE of the lease row 0.85x, the renew statement sent
+ * directly on a `pg.Pool` 0.81x, backend.renew 0.74x.
  */
 
 /** Quotes an identifier (the schema name, already validated as [a-z_][a-z0-9_]*). */
@@ -203,6 +212,7 @@ export interface Statements {
   renew: { name: string; text: string };
   release: { name: string; text: string };
   readCheckpoint: { name: string; text: string };
+  notifyEnd: { text: string };
   get: { name: string; text: string };
   readState: { text: string };
   serverTime: { name: string; text: string };
@@ -233,6 +243,13 @@ export function buildStatements(schemaName: string, options: StatementOptions): 
       return `${p}${c}`;
     }).join(', ');
   };
+
+  // The feed's kind of a row: its last ownership change. Rows renewed or checkpointed before
+  // migration 6 (or by a worklease older than it) still say 'renewed' / 'checkpointed': their last
+  // ownership change was the acquire, or the release request when one is pending.
+  const feedKind = `CASE WHEN last_op IN ('renewed', 'checkpointed')
+      THEN CASE WHEN release_requested_at IS NULL THEN 'acquired' ELSE 'release-requested' END
+      ELSE last_op END AS kind`;
 
   // Shared tail of checkpoint / renew / release: the guarded FOR UPDATE read that
   // reports why the UPDATE refused (see the header comment).
@@ -274,6 +291,7 @@ WITH ins AS (
     release_requested_at = NULL,
     release_requested_by = NULL,
     release_request_reason = NULL,
+    wanted_until = NULL,
     last_op = 'acquired',
     version = l.version + 1,
     acquisitions = l.acquisitions + 1,
@@ -299,9 +317,7 @@ upd AS (
     renewed_at = n.now,
     expires_at = n.now + $4::integer ${MS},
     ttl_ms = $4::integer,
-    last_op = 'checkpointed',
-    version = l.version + 1,
-    change_xid = pg_current_xact_id()
+    version = l.version + 1
   FROM n
   WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
   RETURNING l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
@@ -318,9 +334,7 @@ upd AS (
     renewed_at = n.now,
     expires_at = n.now + $3::integer ${MS},
     ttl_ms = $3::integer,
-    last_op = 'renewed',
-    version = l.version + 1,
-    change_xid = pg_current_xact_id()
+    version = l.version + 1
   FROM n
   WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
   RETURNING l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
@@ -356,6 +370,17 @@ upd AS (
       text: `
 SELECT token, expires_at, last_op, clean_handoff, CASE WHEN token = $2 THEN state END AS state
 FROM ${L} WHERE work_id = $1`,
+    },
+
+    // $1 work_id, $2 for_ms. A write of the waiter's own: no version, no change_xid (not a change
+    // of the lease, not in the feed), no indexed column (HOT). No row: the lease is not live.
+    notifyEnd: {
+      text: `
+WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now)
+UPDATE ${L} l SET wanted_until = greatest(l.wanted_until, n.now + $2::integer ${MS})
+FROM n
+WHERE l.work_id = $1 AND l.expires_at > n.now
+RETURNING true AS live`,
     },
 
     get: { name: 'wl_get', text: `SELECT ${info()} FROM ${L} WHERE work_id = $1 AND last_op <> 'pruned'` },
@@ -489,7 +514,7 @@ SELECT count(*)::int AS pruned FROM upd`,
 SELECT snap.xmin AS snap_xmin, c.* FROM
   (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin) snap
 LEFT JOIN LATERAL (
-  SELECT change_xid, last_op AS kind, ${info()} FROM ${L}
+  SELECT change_xid, ${feedKind}, ${info()} FROM ${L}
   WHERE change_xid >= $1::xid8 AND (change_xid, work_id) > ($2::xid8, $3::text)
   ORDER BY change_xid, work_id
   LIMIT $4

@@ -1,0 +1,226 @@
+/**
+ * What migration 6 changed on PostgreSQL and PGlite: renew and checkpoint are HOT updates
+ * (no indexed column written, no change-feed entry), and the end of a lease is only announced
+ * (NOTIFY) while a waiter asked for it with `admin.notifyEnd`.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openPglite } from '../../src/backends/pglite/index.ts';
+import { openPostgres } from '../../src/backends/postgres/index.ts';
+import type { LeaseBackend } from '../../src/index.ts';
+import { PG_URL, uniqueNamespace } from '../support/backends.ts';
+
+const schemas: string[] = [];
+const backends: LeaseBackend[] = [];
+let admin: pg.Client;
+
+async function openPg(): Promise<{ b: LeaseBackend; schema: string }> {
+  const schema = uniqueNamespace('pgh');
+  schemas.push(schema);
+  const b = await openPostgres(PG_URL, { schema, poolSize: 4 });
+  backends.push(b);
+  return { b, schema };
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'OK';
+  } catch (err) {
+    return (err as { code?: string }).code ?? String(err);
+  }
+}
+
+beforeAll(async () => {
+  admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+});
+
+afterAll(async () => {
+  await Promise.allSettled(backends.map((b) => b.close()));
+  for (const s of schemas) await admin.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+  await admin.end();
+});
+
+describe('HOT renews on postgres', () => {
+  it('renew and checkpoint write no indexed column: HOT updates, no feed entry, the version still bumps', async () => {
+    const { b, schema } = await openPg();
+    const recs = [];
+    for (let i = 0; i < 20; i++) recs.push(await b.acquire(`hot-${i}`, 'h', 60_000));
+    const cursor = await b.admin.changeCursor();
+    /** The table's update counts once they reach `upd` (backends flush them when idle, at most once a second). */
+    const statsAt = async (upd: number): Promise<{ upd: number; hot: number }> => {
+      let stats = { upd: 0, hot: 0 };
+      await expect
+        .poll(
+          async () => {
+            const { rows } = await admin.query(
+              `SELECT n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot FROM pg_stat_user_tables
+               WHERE schemaname = $1 AND relname = 'leases'`,
+              [schema],
+            );
+            stats = rows[0];
+            return stats.upd;
+          },
+          { timeout: 10_000, interval: 250 },
+        )
+        .toBe(upd);
+      return stats;
+    };
+    const state = new Uint8Array(16).fill(7);
+    for (const r of recs) await b.checkpoint(r, state, 60_000);
+    const before = await statsAt(recs.length);
+    for (let round = 0; round < 10; round++) for (const r of recs) await b.renew(r, 60_000);
+    const after = await statsAt(recs.length * 11);
+    // With the default fillfactor (100) about 30 % of such renews went to another page; 80 leaves room.
+    expect((after.hot - before.hot) / (after.upd - before.upd)).toBeGreaterThan(0.95);
+    expect((await b.admin.changes({ cursor })).changes).toEqual([]);
+    expect((await b.admin.get('hot-0'))?.version).toBe(12n);
+    const { rows } = await admin.query(
+      `SELECT reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+       WHERE n.nspname = $1 AND c.relname = 'leases'`,
+      [schema],
+    );
+    expect(rows[0].reloptions).toContain('fillfactor=80');
+  });
+
+  it('a row last written by a renew or checkpoint of an older worklease comes out of the feed as its ownership change', async () => {
+    const { b, schema } = await openPg();
+    const cursor = await b.admin.changeCursor();
+    const plain = await b.acquire('old-renewed', 'h', 60_000);
+    const asked = await b.acquire('old-checkpointed', 'h', 60_000);
+    await b.admin.requestRelease('old-checkpointed', {
+      expectedToken: asked.fencingToken,
+      operator: 'op',
+      reason: 'test',
+    });
+    // What renew and checkpoint wrote before migration 6.
+    await admin.query(
+      `UPDATE "${schema}".leases SET last_op = CASE work_id WHEN 'old-renewed' THEN 'renewed' ELSE 'checkpointed' END,
+         version = version + 1, change_xid = pg_current_xact_id()`,
+    );
+    const kinds = new Map(
+      (await b.admin.changes({ cursor })).changes.map((c) => [c.workId, [c.kind, c.fencingToken]]),
+    );
+    expect(kinds.get('old-renewed')).toEqual(['acquired', plain.fencingToken]);
+    expect(kinds.get('old-checkpointed')).toEqual(['release-requested', asked.fencingToken]);
+  });
+});
+
+describe.each([
+  { kind: 'postgres', open: async () => (await openPg()).b },
+  {
+    kind: 'pglite',
+    open: async () => {
+      const b = await openPglite('pglite://memory', { schema: uniqueNamespace('plh') });
+      backends.push(b);
+      return b;
+    },
+  },
+])('end notifications on $kind', ({ open }) => {
+  /** Watches ends; resolves once the watch is connected (its first onEnded(null)). */
+  async function watch(b: LeaseBackend): Promise<{ seen: string[]; stop: () => void }> {
+    const seen: string[] = [];
+    let ready: () => void = () => {};
+    const connected = new Promise<void>((r) => {
+      ready = r;
+    });
+    const stop = b.admin.watchEnded!((workId) => {
+      if (workId === null) ready();
+      else seen.push(workId);
+    });
+    await connected;
+    return { seen, stop };
+  }
+
+  it('a release, force-release or prune notifies only while a waiter asked for it', async () => {
+    const b = await open();
+    const w = await watch(b);
+    try {
+      // Nobody asked: no notification. Then the same ends, asked for: one each, in commit order,
+      // so the asked-for ones arriving shows that the unasked ones would have arrived before them.
+      const quiet = await b.acquire('quiet', 'h', 60_000);
+      await b.release(quiet);
+      const quietForced = await b.acquire('quiet-forced', 'h', 60_000);
+      await b.admin.forceRelease('quiet-forced', {
+        expectedToken: quietForced.fencingToken,
+        operator: 'op',
+        reason: 'test',
+      });
+      const rel = await b.acquire('asked', 'h', 60_000);
+      expect(await b.admin.notifyEnd!('asked', 10_000)).toBe(true);
+      await b.release(rel);
+      const forced = await b.acquire('asked-forced', 'h', 60_000);
+      expect(await b.admin.notifyEnd!('asked-forced', 10_000)).toBe(true);
+      await b.admin.forceRelease('asked-forced', {
+        expectedToken: forced.fencingToken,
+        operator: 'op',
+        reason: 'test',
+      });
+      await expect.poll(() => w.seen, { timeout: 5000 }).toEqual(['asked', 'asked-forced']);
+
+      // The next acquire clears the request: the new holder's release is quiet again.
+      const again = await b.acquire('asked', 'h2', 60_000);
+      await b.release(again);
+      // A request that ran out (1 ms) is no request.
+      const short = await b.acquire('short', 'h', 60_000);
+      expect(await b.admin.notifyEnd!('short', 1)).toBe(true);
+      await new Promise((r) => setTimeout(r, 20));
+      await b.release(short);
+      // A prune asked for.
+      const pr = await b.acquire('pruned', 'h', 60_000);
+      expect(await b.admin.notifyEnd!('pruned', 10_000)).toBe(true);
+      await b.admin.forceRelease('pruned', {
+        expectedToken: pr.fencingToken,
+        operator: 'op',
+        reason: 'test',
+      });
+      await expect.poll(() => w.seen, { timeout: 5000 }).toEqual(['asked', 'asked-forced', 'pruned']);
+      // An end does not consume the request (it holds its 10 s), an acquire does: the prune of
+      // every ended row announces the two still asked for, not the others.
+      expect(await b.admin.prune({ olderThanMs: 0, limit: 100 })).toBe(6);
+      await expect
+        .poll(() => [...w.seen].sort(), { timeout: 5000 })
+        .toEqual(['asked', 'asked-forced', 'asked-forced', 'pruned', 'pruned']);
+    } finally {
+      w.stop();
+    }
+  });
+
+  it('notifyEnd: true for a live lease, false for an ended, expired or missing one; writes no version', async () => {
+    const b = await open();
+    const rec = await b.acquire('live', 'h', 60_000);
+    const cursor = await b.admin.changeCursor();
+    expect(await b.admin.notifyEnd!('live', 5_000)).toBe(true);
+    expect(await b.admin.notifyEnd!('live', 5_000)).toBe(true);
+    expect((await b.admin.get('live'))?.version).toBe(1n);
+    expect((await b.admin.changes({ cursor })).changes).toEqual([]);
+    expect(await b.admin.notifyEnd!('missing', 5_000)).toBe(false);
+    await b.release(rec);
+    expect(await b.admin.notifyEnd!('live', 5_000)).toBe(false);
+    await b.acquire('expiring', 'h', 1);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(await b.admin.notifyEnd!('expiring', 5_000)).toBe(false);
+  });
+
+  it('notifyEnd refuses bad input with INVALID_ARGUMENT', async () => {
+    const b = await open();
+    await b.acquire('x', 'h', 60_000);
+    for (const [id, ms] of [
+      ['', 1000],
+      ['x\u0000', 1000],
+      [42, 1000],
+      ['x', 0],
+      ['x', -5],
+      ['x', Number.NaN],
+      ['x', Number.POSITIVE_INFINITY],
+      ['x', 2 ** 31],
+      ['x', '1000'],
+    ] as const) {
+      expect(
+        await codeOf(b.admin.notifyEnd!(id as string, ms as number)),
+        `${String(id)} ${String(ms)}`,
+      ).toBe('INVALID_ARGUMENT');
+    }
+  });
+});
