@@ -104,7 +104,7 @@
  *
  * Cost: the hot statements touch one row through the primary key. renew and
  * checkpoint write no indexed column, so they are HOT updates (no index entry; the
- * table's fillfactor of 80 leaves the page room for the new version, migration 6);
+ * table's fillfactor of 90 leaves the page room for the new version, migration 6);
  * acquire, release, forceRelease and prune also write the change_xid index. The
  * trigger of migration 3 runs for each update but only notifies for an ended lease
  * that a waiter asked for (migration 6). They run as named prepared statements on
@@ -232,13 +232,14 @@ export interface Statements {
 export function buildStatements(schemaName: string, options: StatementOptions): Statements {
   const s = quoteIdent(schemaName);
   const L = `${s}.leases`;
+  /** The checkpoints (migration 7): written by checkpoint, deleted by prune, read by readCheckpoint and readState. */
+  const S = `${s}.lease_states`;
   const exactExtract = options.serverVersionNum >= 140000;
 
   /** The LeaseInfo select list (INFO_COLUMNS, timestamps as epoch ms), optionally qualified by a table alias. */
   const info = (alias = ''): string => {
     const p = alias === '' ? '' : `${alias}.`;
     return INFO_COLUMNS.map((c) => {
-      if (c === 'state_size') return `octet_length(${p}state) AS state_size`;
       if (TIMESTAMP_COLUMNS.has(c)) return `${epochMs(p + c, exactExtract)} AS ${c}`;
       return `${p}${c}`;
     }).join(', ');
@@ -312,7 +313,7 @@ WHERE c.work_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
 WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
 upd AS (
   UPDATE ${L} l SET
-    state = $3,
+    state_size = octet_length($3::bytea),
     checkpointed_at = n.now,
     renewed_at = n.now,
     expires_at = n.now + $4::integer ${MS},
@@ -320,7 +321,11 @@ upd AS (
     version = l.version + 1
   FROM n
   WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
-  RETURNING l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
+  RETURNING l.work_id, l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
+),
+st AS (
+  INSERT INTO ${S} AS st (work_id, state) SELECT upd.work_id, $3::bytea FROM upd
+  ON CONFLICT (work_id) DO UPDATE SET state = EXCLUDED.state
 ),${refused}`,
     },
 
@@ -368,8 +373,9 @@ upd AS (
     readCheckpoint: {
       name: 'wl_read_checkpoint',
       text: `
-SELECT token, expires_at, last_op, clean_handoff, CASE WHEN token = $2 THEN state END AS state
-FROM ${L} WHERE work_id = $1`,
+SELECT l.token, l.expires_at, l.last_op, l.clean_handoff, st.state
+FROM ${L} l LEFT JOIN ${S} st ON st.work_id = l.work_id AND l.token = $2
+WHERE l.work_id = $1`,
     },
 
     // $1 work_id, $2 for_ms. A write of the waiter's own: no version, no change_xid (not a change
@@ -388,8 +394,9 @@ RETURNING true AS live`,
     // $1 work_id, $2 offset (0-based), $3 length. substring() is 1-based.
     readState: {
       text: `
-SELECT token, octet_length(state) AS size, substring(state FROM $2::integer + 1 FOR $3::integer) AS bytes
-FROM ${L} WHERE work_id = $1 AND last_op <> 'pruned'`,
+SELECT l.token, l.state_size AS size, substring(st.state FROM $2::integer + 1 FOR $3::integer) AS bytes
+FROM ${L} l LEFT JOIN ${S} st ON st.work_id = l.work_id
+WHERE l.work_id = $1 AND l.last_op <> 'pruned'`,
     },
 
     serverTime: { name: 'wl_server_time', text: 'SELECT clock_timestamp() AS now' },
@@ -486,7 +493,7 @@ victims AS (
 ),
 upd AS (
   UPDATE ${L} l SET
-    state = NULL,
+    state_size = NULL,
     checkpointed_at = NULL,
     release_requested_at = NULL,
     release_requested_by = NULL,
@@ -499,8 +506,9 @@ upd AS (
     change_xid = pg_current_xact_id()
   FROM victims, n
   WHERE l.work_id = victims.work_id AND l.expires_at < n.cutoff
-  RETURNING 1
-)
+  RETURNING l.work_id
+),
+gone AS (DELETE FROM ${S} st USING upd WHERE st.work_id = upd.work_id)
 SELECT count(*)::int AS pruned FROM upd`,
     },
 
