@@ -226,7 +226,14 @@ export interface PruneOptions {
   limit?: number;
 }
 
-/** What kind of write produced a change. */
+/**
+ * What kind of write produced a change. The feed carries the writes that change who holds a work
+ * item, end its lease or ask for it: acquire, release, force-release, release request, prune.
+ * Renew and checkpoint (the heartbeat-rate writes, many per lease) bump the version but add no
+ * change, so the feed costs the hot path nothing; a reader that needs heartbeats re-reads live rows
+ * (the console does, see docs/console.md). `renewed` and `checkpointed` remain in the type for
+ * readers of older backends; current backends never deliver them.
+ */
 export type ChangeKind =
   | 'acquired'
   | 'renewed'
@@ -306,7 +313,11 @@ export interface LeaseAdmin {
   serverVersion(): Promise<string>;
   /** A cursor at the current head of the change feed; changes after this call come after it. */
   changeCursor(): Promise<string>;
-  /** Changes after `cursor`, oldest first. A change may be delivered more than once; apply by (token, version). */
+  /**
+   * Changes after `cursor`, oldest first (see {@link ChangeKind} for which writes appear). A change may
+   * be delivered more than once; apply by (token, version). Its lease is the row as stored at the
+   * write (Redis) or as stored when read (PostgreSQL, PGlite), so it may show later heartbeats.
+   */
   changes(options: ChangeOptions): Promise<ChangeBatch>;
   /**
    * Optional: calls `onWake` soon after writes (possibly once for many, possibly spuriously, and once
