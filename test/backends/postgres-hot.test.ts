@@ -9,12 +9,13 @@ import { openPglite } from '../../src/backends/pglite/index.ts';
 import { openPostgres } from '../../src/backends/postgres/index.ts';
 import { MIGRATIONS } from '../../src/backends/sql/migrations.ts';
 import { buildStatements } from '../../src/backends/sql/statements.ts';
-import type { LeaseBackend } from '../../src/index.ts';
+import { claim, type LeaseBackend } from '../../src/index.ts';
 import { PG_URL, uniqueNamespace } from '../support/backends.ts';
 
 const schemas: string[] = [];
 const backends: LeaseBackend[] = [];
 let admin: pg.Client;
+const HOUR = 3_600_000;
 
 async function openPg(): Promise<{ b: LeaseBackend; schema: string }> {
   const schema = uniqueNamespace('pgh');
@@ -291,5 +292,38 @@ describe.each([
         `${String(id)} ${String(ms)}`,
       ).toBe('INVALID_ARGUMENT');
     }
+  });
+  it('a waiter whose lease ended before it asked tries again at once; one whose ask failed falls back on the poll', async () => {
+    const b = await open();
+    const held = await b.acquire('raced', 'a', 60_000);
+    // The release lands between the waiter's refused acquire and its notifyEnd: no NOTIFY will
+    // come (nobody had asked), notifyEnd answers false, and the waiter must not sleep an hour.
+    const racing: LeaseBackend = {
+      ...b,
+      admin: {
+        ...b.admin,
+        notifyEnd: async (workId, forMs) => {
+          await b.release(held).catch(() => {});
+          return b.admin.notifyEnd!(workId, forMs);
+        },
+      },
+    };
+    const started = performance.now();
+    const won = await claim(racing, 'raced', 'b', { ttlMs: 60_000, waitMs: 30_000, waitPollMs: HOUR });
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(won.token > held.fencingToken).toBe(true);
+    await won.release();
+
+    const held2 = await b.acquire('failing', 'a', 60_000);
+    const failing: LeaseBackend = {
+      ...b,
+      admin: { ...b.admin, notifyEnd: () => Promise.reject(new Error('connection lost')) },
+    };
+    const waiting = claim(failing, 'failing', 'b', { ttlMs: 60_000, waitMs: 30_000, waitPollMs: 200 });
+    await new Promise((r) => setTimeout(r, 100));
+    await b.release(held2);
+    const got = await waiting;
+    expect(got.token > held2.fencingToken).toBe(true);
+    await got.release();
   });
 });
