@@ -19,7 +19,9 @@
  *
  * Postgres also prints the share of the lease table's updates that were HOT (no index
  * touched), and the idle change poll's server time and pages at 1 000 and 100 000 stored
- * leases with the stored bytes per lease (the poll must cost the same at both sizes).
+ * leases with the stored bytes per lease (the poll must cost the same at both sizes), and what a
+ * renew writes: the HOT share of renews alone and its WAL bytes right after a 1 KiB checkpoint
+ * beside the raw upsert's.
  *
  * Then the cost of instrumentation: renew and checkpoint on a backend opened with an
  * OpenTelemetry meter provider (the SDK's, with a reader) against the same backend opened
@@ -64,6 +66,8 @@ const ROUNDS = intArg(import.meta.filename, 'rounds', args.rounds);
 const OPS = intArg(import.meta.filename, 'ops', args.ops);
 const POOL = intArg(import.meta.filename, 'pool', args.pool);
 const CONCURRENCY = [1, 64];
+/** PostgreSQL's target is set at 1 and 16 in flight (issue 14): 16 is the bench's pool, one call per connection. */
+const PG_CONCURRENCY = [1, 16];
 const TTL_MS = 60_000;
 const STATE_1K = randomBytes(1024);
 
@@ -189,7 +193,7 @@ async function benchBackend(kind: 'postgres' | 'redis'): Promise<void> {
     await rate(500, 64, (i) => baseline.run(i));
     await rate(500, 64, (i) => backend.acquire(`warm:${i}`, 'w', TTL_MS));
     for (const call of CALLS) {
-      for (const inFlight of CONCURRENCY) {
+      for (const inFlight of kind === 'postgres' ? PG_CONCURRENCY : CONCURRENCY) {
         const ops = inFlight === 1 ? Math.max(200, Math.floor(OPS / 4)) : OPS;
         const ratios: number[] = [];
         const calls: number[] = [];
@@ -282,6 +286,74 @@ async function benchPgFeed(url: string): Promise<void> {
         `${String(target).padStart(8)}${median(times).toFixed(3).padStart(11)}${String(pages).padStart(7)}${(Number(size[0]?.bytes) / target).toFixed(0).padStart(13)}`,
       );
     }
+  } finally {
+    await client.end();
+    await cleanup('postgres', url, ns, backend);
+  }
+}
+
+/**
+ * What a renew writes on PostgreSQL: the share of renews that were HOT updates (n_tup_hot_upd /
+ * n_tup_upd of the renews alone: 64 leases with a 1 KiB checkpoint, 10 renews each, statistics
+ * flushed by closing the backend), and the WAL one renew logs right after a 1 KiB checkpoint
+ * against the raw upsert's (EXPLAIN (ANALYZE, WAL) of each statement, median of 64; commit
+ * records excluded for both).
+ */
+async function benchPgRenewWrites(url: string): Promise<void> {
+  const ns = `bench_${randomBytes(4).toString('hex')}`;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  let backend = await openBackend(url, { schema: ns, poolSize: POOL });
+  try {
+    const leases: LeaseRecord[] = [];
+    for (let i = 0; i < 64; i++) leases.push(await backend.acquire(`w${i}`, 'bench-holder', TTL_MS));
+    for (const r of leases) await backend.checkpoint(r, STATE_1K, TTL_MS);
+    const stats = async (): Promise<{ upd: number; hot: number }> => {
+      await backend.close(); // a backend flushes its table statistics when it exits
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 200));
+        const { rows } = await client.query(
+          'SELECT n_tup_upd::int8 AS upd, n_tup_hot_upd::int8 AS hot FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2',
+          [ns, 'leases'],
+        );
+        if (Number(rows[0]?.upd ?? 0) >= done) return { upd: Number(rows[0].upd), hot: Number(rows[0].hot) };
+      }
+    };
+    let done = leases.length;
+    const before = await stats();
+    backend = await openBackend(url, { schema: ns, poolSize: POOL });
+    await rate(leases.length * 10, 16, (i) => backend.renew(leases[i % leases.length]!, TTL_MS));
+    done += leases.length * 10;
+    const after = await stats();
+    backend = await openBackend(url, { schema: ns, poolSize: 2 });
+    const hot = after.hot - before.hot;
+    const upd = after.upd - before.upd;
+    await client.query(
+      `CREATE TABLE ${ns}.bench_raw (id text PRIMARY KEY, n bigint NOT NULL, at timestamptz NOT NULL)`,
+    );
+    const walOf = async (text: string, params: unknown[]): Promise<number> => {
+      const { rows } = await client.query(`EXPLAIN (ANALYZE, WAL, FORMAT JSON) ${text}`, params);
+      return (rows[0] as { 'QUERY PLAN': [{ Plan: Record<string, number> }] })['QUERY PLAN'][0].Plan[
+        'WAL Bytes'
+      ]!;
+    };
+    const renew = buildStatements(ns, { serverVersionNum: 150000 }).renew.text;
+    const renews: number[] = [];
+    const raws: number[] = [];
+    for (const [i, r] of leases.entries()) {
+      await backend.checkpoint(r, STATE_1K, TTL_MS);
+      renews.push(await walOf(renew, [r.workId, r.fencingToken, TTL_MS]));
+      raws.push(
+        await walOf(
+          `INSERT INTO ${ns}.bench_raw (id, n, at) VALUES ($1, 1, clock_timestamp())
+           ON CONFLICT (id) DO UPDATE SET n = bench_raw.n + 1, at = clock_timestamp() RETURNING *`,
+          [`k${i % 8}`],
+        ),
+      );
+    }
+    console.log(
+      `\npostgres renew writes: HOT ${hot} / ${upd} = ${upd === 0 ? '-' : `${((100 * hot) / upd).toFixed(1)} %`} of renews (64 leases with a 1 KiB checkpoint, 10 renews each); WAL per renew right after a 1 KiB checkpoint ${median(renews)} B, raw upsert ${median(raws)} B (EXPLAIN WAL, median of 64)`,
+    );
   } finally {
     await client.end();
     await cleanup('postgres', url, ns, backend);
@@ -457,6 +529,7 @@ for (const kind of args.backends.split(',')) {
   } else if (kind === 'postgres' || kind === 'redis') {
     if (!args['telemetry-only']) await benchBackend(kind);
     if (!args['telemetry-only'] && kind === 'postgres') await benchPgFeed(args.pg);
+    if (!args['telemetry-only'] && kind === 'postgres') await benchPgRenewWrites(args.pg);
     await benchTelemetry(kind);
   } else throw new Error(`unknown backend ${kind} (postgres, redis, redis-wait, ${COMPARISONS.join(', ')})`);
 }

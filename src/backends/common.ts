@@ -232,6 +232,8 @@ export interface LeaseDriver {
   watchChanges?(onWake: () => void): () => void;
   /** See {@link LeaseAdmin.watchEnded}; optional. */
   watchEnded?(onEnded: (workId: string | null) => void): () => void;
+  /** See {@link LeaseAdmin.notifyEnd}; optional. */
+  notifyEnd?(workId: string, forMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -260,7 +262,7 @@ const INSTRUMENTED = [
 // to LeaseDriver and forgotten here fails to compile instead of vanishing from the wrapped driver.
 type NotWrapped = Exclude<
   keyof LeaseDriver,
-  (typeof INSTRUMENTED)[number] | 'kind' | 'url' | 'close' | 'watchChanges' | 'watchEnded'
+  (typeof INSTRUMENTED)[number] | 'kind' | 'url' | 'close' | 'watchChanges' | 'watchEnded' | 'notifyEnd'
 >;
 const everyCallWrapped: [NotWrapped] extends [never] ? true : NotWrapped = true;
 void everyCallWrapped;
@@ -275,6 +277,7 @@ function instrument(driver: LeaseDriver, telemetry: Telemetry): LeaseDriver {
   };
   if (driver.watchChanges !== undefined) wrapped.watchChanges = driver.watchChanges.bind(driver);
   if (driver.watchEnded !== undefined) wrapped.watchEnded = driver.watchEnded.bind(driver);
+  if (driver.notifyEnd !== undefined) wrapped.notifyEnd = driver.notifyEnd.bind(driver);
   for (const name of INSTRUMENTED) {
     const method = driver[name] as (...args: unknown[]) => Promise<unknown>;
     wrapped[name] = (...args: unknown[]) => {
@@ -423,6 +426,15 @@ export function createBackend(
       if (typeof onEnded !== 'function') throw new InvalidArgumentError('onEnded must be a function');
       open();
       return watch(onEnded);
+    };
+  }
+  if (driver.notifyEnd !== undefined) {
+    const notify = driver.notifyEnd.bind(driver);
+    admin.notifyEnd = async (workId, forMs) => {
+      checkNewId('workId', workId);
+      const ms = checkTtl(forMs, 'forMs');
+      open();
+      return notify(workId, ms);
     };
   }
   const backend: LeaseBackend = {

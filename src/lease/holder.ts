@@ -674,6 +674,14 @@ async function acquireWaiting(
       const left = until - monotonic();
       if (left <= 0) throw held;
       if (woken) continue;
+      if (isCode(held, ErrorCode.LEASE_HELD) && backend.admin.notifyEnd !== undefined) {
+        // Ask to hear of this lease's end (PostgreSQL sends no NOTIFY for an end nobody asked for).
+        // A second past the longest sleep, so it still holds while the next attempt asks again.
+        const live = await backend.admin
+          .notifyEnd(workId, Math.min(left, wait.pollMs) + 1000)
+          .catch(() => true); // the safety poll covers a lost request
+        if (!live || woken) continue;
+      }
       let sleep = Math.min(left, wait.pollMs);
       let byExpiry = false;
       const expiresAt = held.details?.expiresAt;

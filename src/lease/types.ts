@@ -334,6 +334,15 @@ export interface LeaseAdmin {
    * (LISTEN/NOTIFY); on Redis the holder layer derives it from {@link watchChanges} and the feed.
    */
   watchEnded?(onEnded: (workId: string | null) => void): () => void;
+  /**
+   * Optional, with {@link watchEnded} on PostgreSQL and PGlite: a waiting acquire's request to hear
+   * of the end of the live lease on `workId` during the next `forMs` milliseconds (server clock).
+   * Only ends that someone asked for send a notification, so releases pay nothing when nobody
+   * waits. Resolves false when the lease is not live any more (it ended before the request: try
+   * the acquire again at once), true otherwise. Writes nothing a reader can see (no version, no
+   * change). `INVALID_ARGUMENT` for a bad work id or a `forMs` that is not a valid ttl.
+   */
+  notifyEnd?(workId: string, forMs: number): Promise<boolean>;
 }
 
 /** The lease contract (DESIGN §2). Every call is a single attempt and one round trip. */

@@ -3,7 +3,10 @@
  * takes it then. The wait is woken by the backend, not by a polling loop:
  *
  * - PostgreSQL and PGlite: `admin.watchEnded` (LISTEN on the NOTIFY that a
- *   release, force-release or prune sends, migration 2);
+ *   release, force-release or prune sends, migration 3). Since migration 6 the
+ *   NOTIFY is only sent for a lease a waiter asked for: after each refused
+ *   acquire the waiter calls `admin.notifyEnd` (holder.ts), which returns false
+ *   when the lease ended in between, and the waiter then tries again at once;
  * - Redis: `admin.watchChanges` (every write script SPUBLISHes a wake-up on its
  *   bucket) followed by one read of the change feed, which says which leases
  *   ended; one reader per backend serves every waiter in the process;

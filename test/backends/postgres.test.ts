@@ -352,11 +352,12 @@ describe('change feed', () => {
     const live = new Map([...model].filter(([, s]) => !s.pruned));
     expect(new Set(live.keys())).toEqual(new Set(listed.map((i) => i.workId)));
     for (const info of listed) {
-      expect(live.get(info.workId)).toEqual({
-        token: info.fencingToken,
-        version: info.version,
-        pruned: false,
-      });
+      const seen = live.get(info.workId);
+      expect(seen?.token).toBe(info.fencingToken);
+      // Checkpoints bump the version without a feed entry (the feed carries ownership changes):
+      // a live lease may be ahead of what the feed last said; an ended one was last written by its end.
+      if (info.ended === null) expect(seen!.version <= info.version).toBe(true);
+      else expect(seen?.version).toBe(info.version);
     }
   });
 
@@ -408,13 +409,14 @@ describe('change feed cost', () => {
     expect((await b.admin.changes({ cursor: idle })).changes).toEqual([]);
     // The change index of 20 000 rows has about a hundred pages; a scan from its left edge read them all.
     expect(await buffersOfPoll(schema, idle)).toBeLessThan(10);
-    // And the cheap scan still finds what follows.
+    // And the cheap scan still finds what follows: the acquire, with the row as the renew left it.
     const rec = await b.renew(await b.acquire('after', 'h', 60_000), 60_000);
     const batch = await b.admin.changes({ cursor: idle });
-    expect(batch.changes.map((c) => [c.workId, c.kind, c.fencingToken])).toContainEqual([
+    expect(batch.changes.map((c) => [c.workId, c.kind, c.fencingToken, c.version])).toContainEqual([
       'after',
-      'renewed',
+      'acquired',
       rec.fencingToken,
+      2n,
     ]);
   });
 });

@@ -151,26 +151,62 @@ class PgClient implements SqlClient {
     return this.#checkedOut(statement, params, true) as Promise<TextRow[]>;
   }
 
-  /** One statement on a client checked out for it alone. */
-  async #checkedOut(statement: Statement, params: readonly unknown[], asText: boolean): Promise<unknown[]> {
+  /**
+   * One statement on a client checked out for it alone, bounded by the call timeout (the wait for
+   * a connection included). Written with the callback forms of `pg.Pool.connect` and
+   * `pg.Client.query` and one promise of its own: the promise form (connect, query, a timeout
+   * promise and Promise.race, in async functions) cost 63 us of client CPU per renew at 16 in
+   * flight against 51 us for the same statement sent with `pool.query` (7 rounds, load 6.8).
+   * On a timeout or a connection error the client is destroyed (`release(err)`), not reused:
+   * it may still carry the abandoned statement's reply.
+   */
+  #checkedOut(statement: Statement, params: readonly unknown[], asText: boolean): Promise<unknown[]> {
+    const config: pg.QueryConfig & { rowMode?: 'array' } = {
+      text: statement.text,
+      values: params as unknown[],
+    };
+    if (statement.name !== undefined) config.name = statement.name;
+    if (asText) {
+      config.rowMode = 'array';
+      config.types = TEXT_TYPES;
+    }
     const deadline = Date.now() + this.#timeoutMs;
-    const client = await this.#connect();
-    const remaining = deadline - Date.now();
-    if (remaining <= 0) {
-      client.release();
-      throw new BackendUnavailableError(
-        `waiting for a connection to ${this.#url} took over ${this.#timeoutMs} ms`,
-      );
-    }
-    try {
-      const rows = await this.#run(client, statement, params, remaining, asText);
-      client.release();
-      return rows;
-    } catch (err) {
-      const e = err as BrokenOrFinal;
-      client.release(e.broken ? (e.error as Error) : undefined);
-      throw classifySqlError(e.error, 'query', this.#url);
-    }
+    return new Promise((resolve, reject) => {
+      this.#pool.connect((connectErr, client, release) => {
+        if (connectErr !== undefined && connectErr !== null) {
+          reject(classifySqlError(connectErr, 'connecting', this.#url));
+          return;
+        }
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) {
+          release();
+          reject(
+            new BackendUnavailableError(
+              `waiting for a connection to ${this.#url} took over ${this.#timeoutMs} ms`,
+            ),
+          );
+          return;
+        }
+        let timedOut = false;
+        const timer = setTimeout(() => {
+          timedOut = true;
+          const err = new BackendUnavailableError(`no answer from ${this.#url} within ${this.#timeoutMs} ms`);
+          release(err);
+          reject(err);
+        }, remaining);
+        client!.query(config, (err: Error | null, result: pg.QueryResult) => {
+          if (timedOut) return;
+          clearTimeout(timer);
+          if (err !== null && err !== undefined) {
+            release(isConnectionError(err) ? err : undefined);
+            reject(classifySqlError(err, 'query', this.#url));
+          } else {
+            release();
+            resolve(result.rows);
+          }
+        });
+      });
+    });
   }
 
   async transaction<T>(fn: (tx: SqlQuery) => Promise<T>): Promise<T> {

@@ -379,11 +379,20 @@ export class SqlLeaseDriver implements LeaseDriver {
     return { changes, cursor: next, gap: false };
   }
 
-  /** See {@link LeaseDriver.watchEnded}: the NOTIFY of migration 2, where the client can LISTEN. */
+  /**
+   * See {@link LeaseDriver.watchEnded}: the NOTIFY of migration 3, where the client can LISTEN. Since
+   * migration 6 it is only sent for leases a waiter asked for with {@link notifyEnd}.
+   */
   watchEnded(onEnded: (workId: string | null) => void): () => void {
     const listen = this.#client.listen;
     if (listen === undefined) return () => {};
     return listen.call(this.#client, endedChannel(this.#schema), onEnded);
+  }
+
+  /** See {@link LeaseDriver.notifyEnd}: sets wanted_until, which the trigger of migration 6 reads. */
+  async notifyEnd(workId: string, forMs: number): Promise<boolean> {
+    const rows = await this.#client.query(this.#sql.notifyEnd, [workId, forMs]);
+    return rows[0]?.live === true;
   }
 
   async close(): Promise<void> {

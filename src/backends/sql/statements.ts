@@ -90,25 +90,38 @@
  * restored backup) from handing out a token it had already handed out, unless its clock
  * lags by more than the failover took. bigint arithmetic: exact up to 2^63 - 1.
  *
- * Every write sets `version = version + 1`, `last_op` and `change_xid =
- * pg_current_xact_id()`. The change feed (see `changes`) reads by change_xid.
- * It delivers each row's latest version, so acquire, release and forceRelease
+ * Every write sets `version = version + 1`. The change feed (see `changes`) carries
+ * ownership changes only: acquire, release, forceRelease, requestRelease and prune also
+ * set `last_op` (the feed's kind) and `change_xid = pg_current_xact_id()`, which the
+ * feed reads by. renew and checkpoint (heartbeats and progress, the bulk of all writes)
+ * set neither since migration 6: the console re-reads live rows for them, and a later
+ * feed entry of the item carries the row as it is stored then, with its version.
+ * The feed delivers each row's latest version, so acquire, release and forceRelease
  * also count themselves in the row (`acquisitions`, `releases`,
  * `force_releases`, migration 2; prune resets them, so a row that comes back
  * counts from zero like a new one): a reader counts every handoff exactly once
  * from the differences, however many writes a poll coalesced.
  *
- * Cost: the hot statements touch one row through the primary key, plus one
- * secondary index (change_xid) that every write must update; there are no
- * triggers. They run as named prepared statements on `pg`. Measured with
- * `pgbench -M prepared -r` (per-statement latency, both statements in one script
- * so the shared machine's noise hits both alike), PostgreSQL 15, 200 rows:
+ * Cost: the hot statements touch one row through the primary key. renew and
+ * checkpoint write no indexed column, so they are HOT updates (no index entry; the
+ * table's fillfactor of 90 leaves the page room for the new version, migration 6);
+ * acquire, release, forceRelease and prune also write the change_xid index. The
+ * trigger of migration 3 runs for each update but only notifies for an ended lease
+ * that a waiter asked for (migration 6). They run as named prepared statements on
+ * `pg`. Measured before migration 6 with `pgbench -M prepared -r` (per-statement
+ * latency, both statements in one script so the shared machine's noise hits both
+ * alike), PostgreSQL 15, 200 rows:
  *   1 client:  raw upsert 0.400 ms, renew 0.504 ms, same renew as a plain UPDATE
  *              0.497 ms, checkpoint 1 KiB 0.555 ms;
  *   16 clients: raw upsert 3.23 ms, renew 3.64 ms, plain UPDATE 3.53 ms.
- * So the CTE shape (clock read once, guarded fallback) costs nothing measurable;
- * what remains is the wider row and the non-HOT update. Dropping the change_xid
- * index did not change the ratio (0.568 vs 0.477 ms without it), so it stays.
+ * So the CTE shape (clock read once, guarded fallback) costs nothing measurable.
+ * Measured again with migrations 6 and 7, 16 in flight on a `pg.Pool` of 16, 9 interleaved
+ * rounds, load 3.4, as a share of the raw upsert's calls per second: a plain one-column UPDATE of
+ * the lease row 0.90x; the renew's CTE and RETURNING list without the refused branch 0.83x; the
+ * renew statement as it is 0.76x; backend.renew 0.71x. So the refused branch (UNION ALL + the
+ * guarded FOR UPDATE read) costs about 7 % even when it returns nothing, and the library about 5 %.
+ * A raw upsert carrying 1 KiB ran at 1.05x the raw one: a checkpoint's bytes cost little; its
+ * second row (lease_states) and the statement's shape do.
  */
 
 /** Quotes an identifier (the schema name, already validated as [a-z_][a-z0-9_]*). */
@@ -203,6 +216,7 @@ export interface Statements {
   renew: { name: string; text: string };
   release: { name: string; text: string };
   readCheckpoint: { name: string; text: string };
+  notifyEnd: { text: string };
   get: { name: string; text: string };
   readState: { text: string };
   serverTime: { name: string; text: string };
@@ -222,17 +236,25 @@ export interface Statements {
 export function buildStatements(schemaName: string, options: StatementOptions): Statements {
   const s = quoteIdent(schemaName);
   const L = `${s}.leases`;
+  /** The checkpoints (migration 7): written by checkpoint, deleted by prune, read by readCheckpoint and readState. */
+  const S = `${s}.lease_states`;
   const exactExtract = options.serverVersionNum >= 140000;
 
   /** The LeaseInfo select list (INFO_COLUMNS, timestamps as epoch ms), optionally qualified by a table alias. */
   const info = (alias = ''): string => {
     const p = alias === '' ? '' : `${alias}.`;
     return INFO_COLUMNS.map((c) => {
-      if (c === 'state_size') return `octet_length(${p}state) AS state_size`;
       if (TIMESTAMP_COLUMNS.has(c)) return `${epochMs(p + c, exactExtract)} AS ${c}`;
       return `${p}${c}`;
     }).join(', ');
   };
+
+  // The feed's kind of a row: its last ownership change. Rows renewed or checkpointed before
+  // migration 6 (or by a worklease older than it) still say 'renewed' / 'checkpointed': their last
+  // ownership change was the acquire, or the release request when one is pending.
+  const feedKind = `CASE WHEN last_op IN ('renewed', 'checkpointed')
+      THEN CASE WHEN release_requested_at IS NULL THEN 'acquired' ELSE 'release-requested' END
+      ELSE last_op END AS kind`;
 
   // Shared tail of checkpoint / renew / release: the guarded FOR UPDATE read that
   // reports why the UPDATE refused (see the header comment).
@@ -274,6 +296,7 @@ WITH ins AS (
     release_requested_at = NULL,
     release_requested_by = NULL,
     release_request_reason = NULL,
+    wanted_until = NULL,
     last_op = 'acquired',
     version = l.version + 1,
     acquisitions = l.acquisitions + 1,
@@ -294,17 +317,19 @@ WHERE c.work_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
 WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now),
 upd AS (
   UPDATE ${L} l SET
-    state = $3,
+    state_size = octet_length($3::bytea),
     checkpointed_at = n.now,
     renewed_at = n.now,
     expires_at = n.now + $4::integer ${MS},
     ttl_ms = $4::integer,
-    last_op = 'checkpointed',
-    version = l.version + 1,
-    change_xid = pg_current_xact_id()
+    version = l.version + 1
   FROM n
   WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
-  RETURNING l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
+  RETURNING l.work_id, l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
+),
+st AS (
+  INSERT INTO ${S} AS st (work_id, state) SELECT upd.work_id, $3::bytea FROM upd
+  ON CONFLICT (work_id) DO UPDATE SET state = EXCLUDED.state
 ),${refused}`,
     },
 
@@ -318,9 +343,7 @@ upd AS (
     renewed_at = n.now,
     expires_at = n.now + $3::integer ${MS},
     ttl_ms = $3::integer,
-    last_op = 'renewed',
-    version = l.version + 1,
-    change_xid = pg_current_xact_id()
+    version = l.version + 1
   FROM n
   WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > n.now
   RETURNING l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
@@ -354,8 +377,20 @@ upd AS (
     readCheckpoint: {
       name: 'wl_read_checkpoint',
       text: `
-SELECT token, expires_at, last_op, clean_handoff, CASE WHEN token = $2 THEN state END AS state
-FROM ${L} WHERE work_id = $1`,
+SELECT l.token, l.expires_at, l.last_op, l.clean_handoff, st.state
+FROM ${L} l LEFT JOIN ${S} st ON st.work_id = l.work_id AND l.token = $2
+WHERE l.work_id = $1`,
+    },
+
+    // $1 work_id, $2 for_ms. A write of the waiter's own: no version, no change_xid (not a change
+    // of the lease, not in the feed), no indexed column (HOT). No row: the lease is not live.
+    notifyEnd: {
+      text: `
+WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now)
+UPDATE ${L} l SET wanted_until = greatest(l.wanted_until, n.now + $2::integer ${MS})
+FROM n
+WHERE l.work_id = $1 AND l.expires_at > n.now
+RETURNING true AS live`,
     },
 
     get: { name: 'wl_get', text: `SELECT ${info()} FROM ${L} WHERE work_id = $1 AND last_op <> 'pruned'` },
@@ -363,8 +398,9 @@ FROM ${L} WHERE work_id = $1`,
     // $1 work_id, $2 offset (0-based), $3 length. substring() is 1-based.
     readState: {
       text: `
-SELECT token, octet_length(state) AS size, substring(state FROM $2::integer + 1 FOR $3::integer) AS bytes
-FROM ${L} WHERE work_id = $1 AND last_op <> 'pruned'`,
+SELECT l.token, l.state_size AS size, substring(st.state FROM $2::integer + 1 FOR $3::integer) AS bytes
+FROM ${L} l LEFT JOIN ${S} st ON st.work_id = l.work_id
+WHERE l.work_id = $1 AND l.last_op <> 'pruned'`,
     },
 
     serverTime: { name: 'wl_server_time', text: 'SELECT clock_timestamp() AS now' },
@@ -461,7 +497,7 @@ victims AS (
 ),
 upd AS (
   UPDATE ${L} l SET
-    state = NULL,
+    state_size = NULL,
     checkpointed_at = NULL,
     release_requested_at = NULL,
     release_requested_by = NULL,
@@ -474,8 +510,9 @@ upd AS (
     change_xid = pg_current_xact_id()
   FROM victims, n
   WHERE l.work_id = victims.work_id AND l.expires_at < n.cutoff
-  RETURNING 1
-)
+  RETURNING l.work_id
+),
+gone AS (DELETE FROM ${S} st USING upd WHERE st.work_id = upd.work_id)
 SELECT count(*)::int AS pruned FROM upd`,
     },
 
@@ -489,7 +526,7 @@ SELECT count(*)::int AS pruned FROM upd`,
 SELECT snap.xmin AS snap_xmin, c.* FROM
   (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin) snap
 LEFT JOIN LATERAL (
-  SELECT change_xid, last_op AS kind, ${info()} FROM ${L}
+  SELECT change_xid, ${feedKind}, ${info()} FROM ${L}
   WHERE change_xid >= $1::xid8 AND (change_xid, work_id) > ($2::xid8, $3::text)
   ORDER BY change_xid, work_id
   LIMIT $4
