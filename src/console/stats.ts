@@ -51,11 +51,18 @@ export class RateRecorder {
    * Counts what happened between two versions of a row. Feeds may collapse
    * several writes into the latest row version (an acquire followed by a
    * renew arrives as one `renewed` change), so the events are read from the
-   * row's fields rather than from the change's kind: a new `acquiredAt` is an
-   * acquire, a newly set `ended` is a release or a force-release.
+   * row's fields rather than from the change's kind: a new `acquiredAt` or holder is an
+   * acquire, and so is an ended lease that is live again (a holder that releases and re-acquires
+   * within one millisecond of the server clock keeps both; the new token alone would not do, since
+   * a force-release changes it too); a newly set `ended` is a release or a force-release.
    */
   recordTransition(prev: LeaseRow | undefined, next: LeaseRow): void {
-    if (prev === undefined || next.acquiredAt !== prev.acquiredAt || next.holderId !== prev.holderId) {
+    if (
+      prev === undefined ||
+      next.acquiredAt !== prev.acquiredAt ||
+      next.holderId !== prev.holderId ||
+      (prev.ended !== null && next.ended === null)
+    ) {
       this.add('acquires', next.acquiredAt);
       if (next.predecessorEnd === 'expired' || next.predecessorEnd === 'force-released') {
         this.add('takeovers', next.acquiredAt);

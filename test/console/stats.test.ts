@@ -73,6 +73,22 @@ describe('fleet stats', () => {
     expect(total).toEqual({ a: 2, t: 1, r: 1, f: 1 });
   });
 
+  it('counts a release and a re-acquire by the same holder within one millisecond as two events', () => {
+    // The server clock has millisecond resolution: a holder that releases and at once acquires the
+    // same work item again can get the same acquiredAt. The ended lease coming back live is the acquire.
+    const rates = new RateRecorder();
+    const first = row({ acquiredAt: NOW });
+    rates.recordTransition(undefined, first);
+    const released = row({ acquiredAt: NOW, ended: 'released', releasedAt: NOW, version: '2' });
+    rates.recordTransition(first, released);
+    const again = row({ acquiredAt: NOW, fencingToken: '2', predecessorEnd: 'released', version: '3' });
+    rates.recordTransition(released, again);
+    const total = rates
+      .points(NOW)
+      .reduce((n, p) => ({ a: n.a + p.acquires, r: n.r + p.releases }), { a: 0, r: 0 });
+    expect(total).toEqual({ a: 2, r: 1 });
+  });
+
   it('counts coalesced handoffs from the counters: acquires, takeovers, releases, force-releases', () => {
     const total = (r: RateRecorder) =>
       r.points(NOW).reduce(
