@@ -231,7 +231,7 @@ export interface PruneOptions {
  * item, end its lease or ask for it: acquire, release, force-release, release request, prune.
  * Renew and checkpoint (the heartbeat-rate writes, many per lease) bump the version but add no
  * change, so the feed costs the hot path nothing; a reader that needs heartbeats re-reads live rows
- * (the console does, see docs/console.md). `renewed` and `checkpointed` remain in the type for
+ * (the console does: README, Heartbeat checks). `renewed` and `checkpointed` remain in the type for
  * readers of older backends; current backends never deliver them.
  */
 export type ChangeKind =

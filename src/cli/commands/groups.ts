@@ -56,8 +56,10 @@ export async function groupsCommand(
   const url = resolveUrl(urlArg);
   const prefix = options.group === undefined ? 'group:' : `group:${options.group}:member:`;
   await withBackend(url, globals, async (backend) => {
-    const members = await listAll(backend, { workIdPrefix: prefix });
+    // The time first: every row listed after it is at least as new, so a member whose lease ran out
+    // before it really is gone (read after the list, a renew in between would look like a departure).
     const serverNow = (await backend.admin.serverTime()).getTime();
+    const members = await listAll(backend, { workIdPrefix: prefix });
     const holders = new Set(
       members.filter((m) => m.ended === null && m.expiresAt.getTime() > serverNow).map((m) => m.holderId),
     );
