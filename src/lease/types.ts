@@ -328,7 +328,8 @@ export interface LeaseAdmin {
   watchChanges?(onWake: () => void): () => void;
   /**
    * Optional: calls `onEnded(workId)` soon after a lease on `workId` ended by release, force-release
-   * or prune (not by running out: that needs no write), and `onEnded(null)` after the watch
+   * or prune (not by running out: that needs no write), on PostgreSQL and PGlite only for leases
+   * someone asked about with {@link notifyEnd} in time, and `onEnded(null)` after the watch
    * (re)connects, when any may have ended unseen. A hint only, like {@link watchChanges}; waiting
    * acquires use it to wake. Returns a function that stops the watch. PostgreSQL and PGlite have it
    * (LISTEN/NOTIFY); on Redis the holder layer derives it from {@link watchChanges} and the feed.
