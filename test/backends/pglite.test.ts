@@ -12,17 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPglite, pgliteLocation } from '../../src/backends/pglite/index.ts';
 import type { LeaseBackend } from '../../src/index.ts';
 import { openBackend } from '../../src/index.ts';
-import { uniqueNamespace } from '../support/backends.ts';
+import { codeOf, uniqueNamespace } from '../support/backends.ts';
 import { expectLeaseInfoReadsAgree } from './sql-lease-info.ts';
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'OK';
-  } catch (err) {
-    return (err as { code?: string }).code ?? String(err);
-  }
-}
 
 let dir: string;
 beforeAll(async () => {

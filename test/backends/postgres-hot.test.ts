@@ -10,7 +10,7 @@ import { openPostgres } from '../../src/backends/postgres/index.ts';
 import { MIGRATIONS } from '../../src/backends/sql/migrations.ts';
 import { buildStatements } from '../../src/backends/sql/statements.ts';
 import { claim, type LeaseBackend } from '../../src/index.ts';
-import { PG_URL, uniqueNamespace } from '../support/backends.ts';
+import { codeOf, PG_URL, uniqueNamespace } from '../support/backends.ts';
 
 const schemas: string[] = [];
 const backends: LeaseBackend[] = [];
@@ -23,15 +23,6 @@ async function openPg(): Promise<{ b: LeaseBackend; schema: string }> {
   const b = await openPostgres(PG_URL, { schema, poolSize: 4 });
   backends.push(b);
   return { b, schema };
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'OK';
-  } catch (err) {
-    return (err as { code?: string }).code ?? String(err);
-  }
 }
 
 beforeAll(async () => {

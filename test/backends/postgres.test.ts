@@ -11,7 +11,7 @@ import { LATEST_VERSION, MIGRATIONS, pendingMigrations } from '../../src/backend
 import { changeScanParams, decodeChangeCursor } from '../../src/backends/sql/rows.ts';
 import { buildStatements } from '../../src/backends/sql/statements.ts';
 import type { LeaseBackend, LeaseChange, LeaseRecord, OpenOptions } from '../../src/index.ts';
-import { PG_URL, uniqueNamespace } from '../support/backends.ts';
+import { codeOf, PG_URL, uniqueNamespace } from '../support/backends.ts';
 import { expectLeaseInfoReadsAgree } from './sql-lease-info.ts';
 
 const schemas: string[] = [];
@@ -28,15 +28,6 @@ async function open(schema: string, extra: OpenOptions = {}): Promise<LeaseBacke
   const b = await openPostgres(PG_URL, { schema, ...extra });
   backends.push(b);
   return b;
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'OK';
-  } catch (err) {
-    return (err as { code?: string }).code ?? String(err);
-  }
 }
 
 beforeAll(async () => {

@@ -21,7 +21,7 @@ import { compareUtf8, fnv1a, INFO_FIELDS, Layout } from '../../src/backends/redi
 import { ServerClock } from '../../src/console/clock.ts';
 import { FleetModel } from '../../src/console/model.ts';
 import type { LeaseAdmin, LeaseBackend, OpenOptions } from '../../src/index.ts';
-import { REDIS_URL, uniqueNamespace } from '../support/backends.ts';
+import { codeOf, REDIS_URL, uniqueNamespace } from '../support/backends.ts';
 import { type RedisCluster, startRedisCluster } from '../support/redis-cluster.ts';
 
 const LIVE = 30_000;
@@ -116,15 +116,6 @@ async function killConnections(url: string, prefix: string): Promise<number> {
     return n;
   });
   return counts.reduce((a, b) => a + b, 0);
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'OK';
-  } catch (err) {
-    return (err as { code?: string }).code ?? String(err);
-  }
 }
 
 /** Settles `p` or fails the test when it takes longer than `ms` (a hang). */

@@ -45,3 +45,13 @@ export async function openIsolated(
 ): Promise<LeaseBackend> {
   return openBackend(target.url, isolated(target, namespace, extra));
 }
+
+/** The error code a call fails with, 'OK' when it succeeds (or the error itself as text when it has no code). */
+export async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'OK';
+  } catch (err) {
+    return (err as { code?: string }).code ?? String(err);
+  }
+}
