@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 /**
  * PostgreSQL-specific behaviour: migrations, schema checks, pool recovery,
  * timeouts, schema isolation, the change feed under concurrent writers and
@@ -211,6 +212,28 @@ describe('connections', () => {
     for (let i = 0; i < 5; i++) rec = await b.renew(rec, 30_000);
     expect(rec.fencingToken).toBe(token);
     expect(await ourPids(schema)).not.toContain(pids[0]);
+  });
+
+  it('a call whose connection broke drops the idle ones too, so the next call runs on a fresh one', async () => {
+    const schema = newSchema();
+    const b = await open(schema, { poolSize: 4 });
+    const rec = await b.acquire('r', 'h', 30_000);
+    await Promise.all(Array.from({ length: 4 }, () => b.admin.serverTime()));
+    // The pool hands out its most recently returned connection first: make that one known.
+    await b.admin.serverTime();
+    const { rows } = await admin.query(
+      'SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY state_change DESC',
+      [`worklease:${schema}`],
+    );
+    const [next, ...others] = rows.map((r) => Number(r.pid));
+    expect(others).toHaveLength(3);
+    // Terminated synchronously (the event loop is blocked meanwhile), so the pool cannot have
+    // noticed before the renew takes that connection: the renew fails on it.
+    execFileSync('psql', [PG_URL, '-Atqc', `SELECT pg_terminate_backend(${next})`]);
+    expect(await codeOf(b.renew(rec, 30_000))).toBe('BACKEND_UNAVAILABLE');
+    // The three that were still alive were closed by the client, not left to fail a call each.
+    await expect.poll(async () => (await ourPids(schema)).filter((p) => others.includes(p))).toEqual([]);
+    expect((await b.renew(rec, 30_000)).fencingToken).toBe(rec.fencingToken);
   });
 
   it('fails an in-flight call with BACKEND_UNAVAILABLE when its connection is terminated', async () => {
