@@ -285,6 +285,15 @@ export const ConnectionInputSchema = z.strictObject({
  * Transports route by name, validate `params` before calling the service and
  * (in tests) validate results too.
  */
+/** The parameters of an action on one lease (force-release, request-release): the same for both. */
+const LeaseActionParams = z.strictObject({
+  connectionId,
+  workId: id,
+  expectedToken: token,
+  reason: z.string().trim().min(1).max(2000),
+  operator: z.string().trim().min(1).max(200).optional(),
+});
+
 export const methods = {
   'connections.list': { params: z.strictObject({}), result: z.array(ConnectionInfoSchema) },
   'connections.add': { params: ConnectionInputSchema, result: ConnectionInfoSchema },
@@ -361,13 +370,7 @@ export const methods = {
   },
   /** Refused with FORBIDDEN on read-only connections, CONFLICT when the token moved. */
   'lease.forceRelease': {
-    params: z.strictObject({
-      connectionId,
-      workId: id,
-      expectedToken: token,
-      reason: z.string().trim().min(1).max(2000),
-      operator: z.string().trim().min(1).max(200).optional(),
-    }),
+    params: LeaseActionParams,
     result: LeaseRowSchema,
   },
   /**
@@ -377,13 +380,7 @@ export const methods = {
    * the row returned carries the request. Asking again returns the first request.
    */
   'lease.requestRelease': {
-    params: z.strictObject({
-      connectionId,
-      workId: id,
-      expectedToken: token,
-      reason: z.string().trim().min(1).max(2000),
-      operator: z.string().trim().min(1).max(200).optional(),
-    }),
+    params: LeaseActionParams,
     result: LeaseRowSchema,
   },
   /**

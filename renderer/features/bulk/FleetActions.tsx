@@ -25,6 +25,7 @@ import { useServices } from '../../app/context.tsx';
 import { useInfo, useSession } from '../../app/hooks.ts';
 import { ModalForm } from '../../app/ModalForm.tsx';
 import { ErrorNotice } from '../../app/ui.tsx';
+import { ReasonField } from '../fleet/LeaseActionParts.tsx';
 import type { FleetData, FleetFilter, FleetView } from '../fleet/model.ts';
 import { upsertRow } from '../fleet/model.ts';
 import { download, exportFleet, exportName } from './download.ts';
@@ -238,20 +239,12 @@ function BulkForceReleaseDialog({ picked, onClose }: { picked: Picked[]; onClose
               ref={countRef}
             />
           </div>
-          <div className="field">
-            <label htmlFor={`${titleId}-reason`}>Reason</label>
-            <span className="field-hint" id={`${titleId}-reason-hint`}>
-              Required; recorded in the audit log. Ctrl+Enter submits.
-            </span>
-            <textarea
-              id={`${titleId}-reason`}
-              aria-describedby={`${titleId}-reason-hint`}
-              rows={3}
-              required
-              value={reason}
-              onChange={(e) => setReason(e.target.value)}
-            />
-          </div>
+          <ReasonField
+            titleId={titleId}
+            hint="Required; recorded in the audit log. Ctrl+Enter submits."
+            value={reason}
+            onChange={setReason}
+          />
         </>
       ) : (
         <section

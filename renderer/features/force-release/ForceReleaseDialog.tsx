@@ -8,15 +8,11 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useId, useRef, useState } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
 import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
-import { visible } from '../../../src/console/text.ts';
 import { ConsoleError } from '../../api/client.ts';
-import { CopyButton } from '../../app/CopyButton.tsx';
 import { useServices } from '../../app/context.tsx';
 import { ModalForm } from '../../app/ModalForm.tsx';
-import { Time } from '../../app/Time.tsx';
-import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
-import { formatBytes } from '../../lib/format.ts';
+import { LeaseFacts, ReasonField, RefusalNotice } from '../fleet/LeaseActionParts.tsx';
 import { applyLeaseRow, refreshAfterConflict } from '../fleet/leaseCache.ts';
 
 export interface ForceReleaseDialogProps {
@@ -90,47 +86,15 @@ export function ForceReleaseDialog({
         The fencing token is bumped, so the holder below is fenced out: its next renew or checkpoint fails
         with FENCED. The action is recorded in the audit log with your reason.
       </p>
-      <dl className="fields compact">
-        <dt>Connection</dt>
-        <dd>
-          {connection.name} <EnvBadge env={connection.environment} />
-        </dd>
-        <dt>Work ID</dt>
-        <dd className="mono">
-          {visible(row.workId)} <CopyButton text={row.workId} what="work id" />
-        </dd>
-        <dt>Status</dt>
-        <dd>
-          <StatusBadge status={status} />
-        </dd>
-        <dt>Holder</dt>
-        <dd className="mono">
-          {visible(row.holderId)} <CopyButton text={row.holderId} what="holder" />
-        </dd>
-        <dt>Last heartbeat</dt>
-        <dd>
-          {row.renewedAt === null ? 'never renewed' : <Time at={row.renewedAt} serverNow={serverNow} />}
-        </dd>
-        <dt>Last checkpoint</dt>
-        <dd>
-          {row.checkpointedAt === null ? (
-            'none'
-          ) : (
-            <>
-              <Time at={row.checkpointedAt} serverNow={serverNow} />{' '}
-              <span className="muted">({formatBytes(row.checkpointSize)})</span>
-            </>
-          )}
-        </dd>
-        <dt>Expires</dt>
-        <dd>
-          <Time at={row.expiresAt} serverNow={serverNow} checkedAt={heartbeatsAsOf} expiry />
-        </dd>
-        <dt>Token being fenced</dt>
-        <dd className="mono">
-          {row.fencingToken} <CopyButton text={row.fencingToken} what="token" />
-        </dd>
-      </dl>
+      <LeaseFacts
+        connection={connection}
+        row={row}
+        status={status}
+        serverNow={serverNow}
+        heartbeatsAsOf={heartbeatsAsOf}
+        withCheckpoint
+        tokenLabel="Token being fenced"
+      />
       <div className="field">
         <label htmlFor={`${titleId}-work`}>Work ID</label>
         <span className="field-hint" id={`${titleId}-work-hint`}>
@@ -148,30 +112,13 @@ export function ForceReleaseDialog({
           ref={workRef}
         />
       </div>
-      <div className="field">
-        <label htmlFor={`${titleId}-reason`}>Reason</label>
-        <span className="field-hint" id={`${titleId}-reason-hint`}>
-          Required; recorded in the audit log.
-        </span>
-        <textarea
-          id={`${titleId}-reason`}
-          aria-describedby={`${titleId}-reason-hint`}
-          rows={3}
-          required
-          value={reason}
-          onChange={(e) => setReason(e.target.value)}
-        />
-      </div>
-      {conflict !== null && (
-        <div className="error-notice" role="alert">
-          {conflict}
-        </div>
-      )}
-      {mutation.error !== null &&
-        conflict === null &&
-        !(mutation.error instanceof ConsoleError && mutation.error.code === 'CONFLICT') && (
-          <ErrorNotice error={mutation.error} />
-        )}
+      <ReasonField
+        titleId={titleId}
+        hint="Required; recorded in the audit log."
+        value={reason}
+        onChange={setReason}
+      />
+      <RefusalNotice conflict={conflict} error={mutation.error} />
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
           {conflict === null ? 'Cancel' : 'Close'}
