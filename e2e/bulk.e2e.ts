@@ -13,12 +13,15 @@ import type { LeaseBackend, LeaseRecord } from '../src/lease/types.ts';
 import {
   type ConsoleUnderTest,
   dropNamespace,
+  gone,
+  hasText,
   launchChromium,
   type Namespace,
   namespace,
   openNamespace,
   shoot,
   startConsole,
+  visible,
 } from './harness.ts';
 
 const TTL = 60_000;
@@ -194,16 +197,4 @@ async function downloadText(page: Page, button: Locator): Promise<{ name: string
   const [download] = await Promise.all([page.waitForEvent('download', { timeout: 10_000 }), button.click()]);
   const path = await download.path();
   return { name: download.suggestedFilename(), text: await readFile(path, 'utf8') };
-}
-
-async function visible(loc: Locator, timeout = 5000): Promise<void> {
-  await loc.waitFor({ state: 'visible', timeout });
-}
-
-async function gone(loc: Locator): Promise<void> {
-  await expect.poll(() => loc.count(), { timeout: 5000 }).toBe(0);
-}
-
-async function hasText(loc: Locator, text: string): Promise<void> {
-  await expect.poll(() => loc.textContent().then((t) => t ?? ''), { timeout: 5000 }).toContain(text);
 }

@@ -6,7 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core';
+import { expect } from 'vitest';
 import { type ConnectionInput, type ConsoleService, createConsoleService } from '../src/console/index.ts';
 import type { FleetModelOptions } from '../src/console/model.ts';
 import { openBackend } from '../src/index.ts';
@@ -148,3 +149,23 @@ export async function shoot(page: Page, name: string): Promise<void> {
 }
 
 export const enc = new TextEncoder();
+
+/** Waits until `loc` is visible (5 s by default). */
+export async function visible(loc: Locator, timeout = 5000): Promise<void> {
+  await loc.waitFor({ state: 'visible', timeout });
+}
+
+/** Waits until nothing matches `loc`. */
+export async function gone(loc: Locator): Promise<void> {
+  await expect.poll(() => loc.count(), { timeout: 5000 }).toBe(0);
+}
+
+/** Waits until `loc`'s text contains `text`. */
+export async function hasText(loc: Locator, text: string): Promise<void> {
+  await expect.poll(() => loc.textContent().then((t) => t ?? ''), { timeout: 5000 }).toContain(text);
+}
+
+/** `s` as a literal inside a RegExp. */
+export function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}

@@ -3,7 +3,7 @@
  * address (reload, back/forward, a new tab), and a lease is fenced from page
  * open with the keyboard alone. Keys that are not typing text are counted.
  */
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasCode } from '../src/lease/errors.ts';
 import type { LeaseBackend, LeaseRecord } from '../src/lease/types.ts';
@@ -11,12 +11,16 @@ import {
   type ConsoleUnderTest,
   dropNamespace,
   enc,
+  escapeRegExp,
+  gone,
+  hasText,
   launchChromium,
   type Namespace,
   namespace,
   openNamespace,
   shoot,
   startConsole,
+  visible,
 } from './harness.ts';
 
 const TTL = 120_000;
@@ -386,19 +390,3 @@ describe('console keyboard path and addresses on postgres', () => {
     expect(pageErrors).toEqual([]);
   }, 60_000);
 });
-
-async function visible(loc: Locator, timeout = 5000): Promise<void> {
-  await loc.waitFor({ state: 'visible', timeout });
-}
-
-async function gone(loc: Locator): Promise<void> {
-  await expect.poll(() => loc.count(), { timeout: 5000 }).toBe(0);
-}
-
-async function hasText(loc: Locator, text: string): Promise<void> {
-  await expect.poll(() => loc.textContent().then((t) => t ?? ''), { timeout: 5000 }).toContain(text);
-}
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-}

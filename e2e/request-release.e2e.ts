@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConnectionInfo } from '../src/console/api.ts';
 import { claim, type LeaseHolder } from '../src/lease/holder.ts';
@@ -16,12 +16,16 @@ import {
   type ConsoleUnderTest,
   dropNamespace,
   enc,
+  escapeRegExp,
+  gone,
+  hasText,
   launchChromium,
   type Namespace,
   namespace,
   openNamespace,
   shoot,
   startConsole,
+  visible,
 } from './harness.ts';
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
@@ -338,20 +342,4 @@ async function axe(page: Page): Promise<string[]> {
   return page.evaluate<string[]>(
     `axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`,
   );
-}
-
-async function visible(loc: Locator, timeout = 5000): Promise<void> {
-  await loc.waitFor({ state: 'visible', timeout });
-}
-
-async function gone(loc: Locator): Promise<void> {
-  await expect.poll(() => loc.count(), { timeout: 5000 }).toBe(0);
-}
-
-async function hasText(loc: Locator, text: string): Promise<void> {
-  await expect.poll(() => loc.textContent().then((t) => t ?? ''), { timeout: 5000 }).toContain(text);
-}
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }

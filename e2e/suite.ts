@@ -3,7 +3,7 @@
  * the real backend (own namespace), the real console service and web server
  * run in-process, and Chromium drives the built renderer by role and name.
  */
-import type { Browser, Locator, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ConnectionInfo } from '../src/console/api.ts';
 import { hasCode } from '../src/lease/errors.ts';
@@ -13,6 +13,9 @@ import {
   type ConsoleUnderTest,
   dropNamespace,
   enc,
+  escapeRegExp,
+  gone,
+  hasText,
   launchChromium,
   type Namespace,
   namespace,
@@ -20,6 +23,7 @@ import {
   PG_URL,
   shoot,
   startConsole,
+  visible,
 } from './harness.ts';
 
 const TTL = 60_000;
@@ -315,20 +319,4 @@ export function consoleSuite(flavour: BackendFlavour): void {
       expect(pageErrors).toEqual([]);
     });
   });
-}
-
-async function visible(loc: Locator, timeout = 5000): Promise<void> {
-  await loc.waitFor({ state: 'visible', timeout });
-}
-
-async function gone(loc: Locator): Promise<void> {
-  await expect.poll(() => loc.count(), { timeout: 5000 }).toBe(0);
-}
-
-async function hasText(loc: Locator, text: string): Promise<void> {
-  await expect.poll(() => loc.textContent().then((t) => t ?? ''), { timeout: 5000 }).toContain(text);
-}
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }

@@ -16,11 +16,9 @@ import {
   type LeaseAdmin,
   type LeaseBackend,
   type LeaseRecord,
-  openBackend,
 } from '../../src/index.ts';
 import { type BackendTarget, openIsolated, PG_URL, REDIS_URL, uniqueNamespace } from '../support/backends.ts';
 import { dropConnections, dropNamespace } from '../support/faults.ts';
-import { withoutHeartbeatChanges } from './helpers.ts';
 
 async function fullList(admin: LeaseAdmin): Promise<ReturnType<typeof toLeaseRow>[]> {
   const rows: ReturnType<typeof toLeaseRow>[] = [];
@@ -101,9 +99,8 @@ describe.each(targets)('console feed on $kind', (target) => {
     // Some leases exist before the console starts: they come from the snapshot.
     for (let i = 0; i < 10; i++) await writer.acquire(`pre-${i}`, 'early', 30_000);
     const service = createConsoleService({
-      // The feed as issue 14 has it (ownership changes only): renews and checkpoints reach the
-      // model through its sweeps.
-      openBackend: async (url, options) => withoutHeartbeatChanges(await openBackend(url, options)).backend,
+      // The feed carries ownership changes only: renews and checkpoints reach the model through
+      // its sweeps.
       connections: [{ name: target.kind, url: `${target.url}?${target.param}=${ns}` }],
       feed: { pollMinMs: 20, pollMaxMs: 200, retryMinMs: 50, retryMaxMs: 500, heartbeatCheckMs: 500 },
     });

@@ -1,9 +1,8 @@
 /**
  * Heartbeat checks (issue 14): the change feed carries ownership changes only, so the console's
  * fleet model sweeps the fleet itself (`admin.list`) to see renews and checkpoints, and judges
- * statuses no later than the start of its last complete sweep. On real backends whose feed is cut
- * down to ownership changes (helpers.ts `withoutHeartbeatChanges`; a no-op once the backends stop
- * writing heartbeat changes):
+ * statuses no later than the start of its last complete sweep. On real backends (their feed carries
+ * no renews or checkpoints: test/conformance):
  *
  * - a renew reaches the model within the interval with no feed entry;
  * - a lease that ran out is shown expired only after a sweep that began after its expiry;
@@ -31,7 +30,7 @@ import {
 import { BackendUnavailableError, type LeaseBackend, openBackend } from '../../src/index.ts';
 import { type BackendTarget, openIsolated, PG_URL, REDIS_URL, uniqueNamespace } from '../support/backends.ts';
 import { dropNamespace } from '../support/faults.ts';
-import { sharedOpener, until, withoutHeartbeatChanges } from './helpers.ts';
+import { sharedOpener, until } from './helpers.ts';
 
 const run = promisify(execFile);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -80,9 +79,8 @@ describe.each(targets)('heartbeat checks on $kind', (target) => {
 
   it('a renew reaches the model and the service within the interval, with no feed entry', async () => {
     const writer = await open();
-    const { backend } = withoutHeartbeatChanges(writer);
     const service = createConsoleService({
-      openBackend: sharedOpener(backend),
+      openBackend: sharedOpener(writer),
       connections: [{ name: 'hb', url: 'pglite://memory' }],
       feed: { pollMinMs: 20, pollMaxMs: 200, heartbeatCheckMs: 1000 },
     });
@@ -117,8 +115,7 @@ describe.each(targets)('heartbeat checks on $kind', (target) => {
 
   it('shows a lease expired only after a sweep that began after it ran out', async () => {
     const writer = await open();
-    const { backend } = withoutHeartbeatChanges(writer);
-    const { model, clock } = await startModel(backend, { heartbeatCheckMs: 1500 });
+    const { model, clock } = await startModel(writer, { heartbeatCheckMs: 1500 });
     closers.push(() => model.close());
     // Right after a sweep, so the next one is ~1.5 s away while the lease runs out after 300 ms.
     await model.swept();
@@ -150,10 +147,9 @@ describe.each(targets)('heartbeat checks on $kind', (target) => {
 
   it('never shows a lease kept alive by renews as expired, across many sweeps with a short ttl', async () => {
     const writer = await open();
-    const { backend } = withoutHeartbeatChanges(writer);
     // The ttl (400 ms) is far shorter than the interval (1 s): between two sweeps every row the
     // model holds is past its expiresAt by the backend's clock.
-    const { model, clock } = await startModel(backend, { heartbeatCheckMs: 1000 });
+    const { model, clock } = await startModel(writer, { heartbeatCheckMs: 1000 });
     closers.push(() => model.close());
     let rec = await writer.acquire('kept-alive', 'worker-c', 400);
     let renewing = true;
@@ -293,7 +289,6 @@ describe('heartbeat checks when the backend stops', () => {
       const short = await writer.acquire('short', 'worker-e', 3000);
       await writer.acquire('long', 'worker-e', 60_000);
       const service = createConsoleService({
-        openBackend: async (u, o) => withoutHeartbeatChanges(await openBackend(u, o)).backend,
         connections: [{ name: 'private', url }],
         feed: { pollMinMs: 20, pollMaxMs: 200, heartbeatCheckMs: 300, retryMaxMs: 300 },
       });
