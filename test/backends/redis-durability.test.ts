@@ -156,6 +156,20 @@ describe('Redis restarted without persistence mid-run', () => {
     const err = await b.acquire('wipe-a', 'late', LIVE).catch((e: unknown) => e);
     expect(codeOf(err)).toBe('DATASET_LOST');
     expect((err as Error).message).toContain('it now holds dataset');
+    // Its old lease on an item the new dataset holds under a token of its own is refused as LOST
+    // too, not FENCED: the check that such calls make only when they refuse (scripts.ts, REFUSE).
+    const now = await fresh.admin.get('wipe-held');
+    expect(now !== null && now.fencingToken !== held.fencingToken).toBe(true);
+    for (const call of [
+      () => b.renew(held, LIVE),
+      () => b.checkpoint(held, Buffer.from('x'), LIVE),
+      () => b.release(held),
+      () => b.readCheckpoint(held),
+    ]) {
+      const lost = await call().catch((e: unknown) => e);
+      expect(codeOf(lost)).toBe('DATASET_LOST');
+      expect((lost as Error).message).toContain('it now holds dataset');
+    }
   });
 });
 

@@ -17,10 +17,12 @@
  * their effects, not the script), called once per script.
  * Milliseconds = seconds * 1000 + floor(µs / 1000).
  *
- * Dataset identity: every script starts with {@link IDENTITY}, which compares
- * the bucket's `id` key (the last key) with the dataset id the backend opened
- * (the last argument) and replies `{'LOST', found}` when they differ (layout.ts,
- * Dataset identity). So no script writes into a dataset that vanished.
+ * Dataset identity: every script compares the bucket's `id` key (the last key)
+ * with the dataset id the backend opened (the last argument) and replies
+ * `{'LOST', found}` when they differ (layout.ts, Dataset identity), so no script
+ * writes into a dataset that vanished. Most start with that check
+ * ({@link IDENTITY}); the calls that carry a lease (renew, checkpoint, release,
+ * readCheckpoint) make it only on the way to a refusal ({@link REFUSE}).
  *
  * Replies tell every outcome apart, so a call never needs a second round trip.
  * Success is a plain string (cheaper for Redis to return than an array, see
@@ -197,6 +199,24 @@ local dataset = redis.call('GET', KEYS[#KEYS])
 if dataset ~= ARGV[#ARGV] then return {'LOST', dataset} end`;
 
 /**
+ * The statements that end a call carrying a lease (its work id and token) with the refusal
+ * `reply`, or with `LOST` when the dataset is not the one the backend opened ({@link IDENTITY}).
+ * Such a call succeeds only where the lease is stored under the caller's token, and a dataset that
+ * replaced the one the token came from cannot have it: the bucket came back empty (restart without
+ * persistence, flush, failover to an empty replica), or holds leases acquired since, whose tokens
+ * are floored by the server clock at their acquisition ({@link TOKENS}) and so differ from every
+ * token handed out before. So success needs no check, and renew, checkpoint, release and
+ * readCheckpoint make it only when they refuse, with the same answer as checking first.
+ * Measured: 4.5k of a renew's 70.3k server instructions (callgrind, 2000 renews at 64 in flight,
+ * private Redis 7.0: 65.7k with the check here).
+ */
+const REFUSE = (reply: string): string => `
+  local dataset = redis.call('GET', KEYS[#KEYS])
+  if dataset ~= ARGV[#ARGV] then return {'LOST', dataset} end
+  return ${reply}
+`;
+
+/**
  * The token rule: a new token is max(previous + 1, server time in µs) — see docs/durability.md for
  * why it holds. The +1 keeps tokens strictly increasing per work item whatever the clock does; the
  * clock floor makes a server that lost its latest writes (restarted without persistence, a lagging
@@ -249,14 +269,14 @@ local nows = string.format('%d', now)`;
  * the stored expiry in `old` (number) and the bumped version in `ver`.
  */
 function guard(unpack: string): string {
-  return `${IDENTITY}
+  return `
 local m = redis.call('HGET', KEYS[1], ARGV[1])
-if not m then return {'FENCED', false} end
+if not m then${REFUSE("{'FENCED', false}")}end
 ${unpack}
-if tok ~= ARGV[2] then return {'FENCED', tok or false} end
+if tok ~= ARGV[2] then${REFUSE("{'FENCED', tok or false}")}end
 ${NOW_MS}
 local old = tonumber(exp)
-if old <= now then return {'EXPIRED', exp} end
+if old <= now then${REFUSE("{'EXPIRED', exp}")}end
 ver = string.format('%d', ver + 1)`;
 }
 
@@ -477,11 +497,11 @@ function tokenAnd(n: number): string {
  */
 export const readCheckpoint: ScriptDef = {
   numberOfKeys: 3,
-  lua: `${IDENTITY}
+  lua: `
 local m = redis.call('HGET', KEYS[1], ARGV[1])
-if not m then return {'FENCED', false} end
+if not m then${REFUSE("{'FENCED', false}")}end
 local tok, clean = string.match(m, '${tokenAnd(11)}')
-if tok ~= ARGV[2] then return {'FENCED', tok or false} end
+if tok ~= ARGV[2] then${REFUSE("{'FENCED', tok or false}")}end
 return {clean, redis.call('GET', KEYS[2])}`,
 };
 
