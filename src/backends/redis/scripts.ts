@@ -191,8 +191,9 @@ local nows = string.format('%d', now)
 local us = t[1] .. string.format('%06d', t[2])`;
 
 /**
- * The dataset check every script begins with (layout.ts, Dataset identity): the last key is the
- * bucket's `id` key, the last argument the dataset id the backend opened. Costs one GET (≈ 1.3 µs).
+ * The dataset check most scripts begin with (layout.ts, Dataset identity; {@link REFUSE} for the
+ * others): the last key is the bucket's `id` key, the last argument the dataset id the backend
+ * opened. Costs one GET (≈ 1.3 µs).
  */
 const IDENTITY = `
 local dataset = redis.call('GET', KEYS[#KEYS])
@@ -256,17 +257,33 @@ local function emit(chg, wake, c)
   redis.call('SPUBLISH', wake, '')
 end`;
 
-/** `now` and `nows` as {@link NOW}, without the µs string only a new token needs. */
-const NOW_MS = `
+/**
+ * `nows` and `us` as {@link NOW}, made with string operations only, for the lease calls (no `now`
+ * number: they compare expiries as strings, {@link later}). TIME replies seconds and microseconds
+ * as decimal strings; `us` is the seconds followed by the microseconds padded to 6 digits, `nows`
+ * the same without its last 3. Turning them into numbers and back costs more than the TIME call
+ * itself: server instructions per call (callgrind, private Redis 7.0, 2000 calls of a script doing
+ * only this): TIME alone 6.5k, with NOW's conversions 14.4k, with these 10.4k.
+ */
+const NOW_STR = `
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local nows = string.format('%d', now)`;
+local u = t[2]
+if #u < 6 then u = string.rep('0', 6 - #u) .. u end
+local us = t[1] .. u
+local nows = string.sub(us, 1, -4)`;
+
+/**
+ * The Lua condition "`a` is later than `b`" for two times in ms as decimal strings without leading
+ * zeros (as the scripts write them): the longer is larger, else byte order. Saves a `tonumber`
+ * (2.2k server instructions, measured as above) per comparison.
+ */
+const later = (a: string, b: string): string => `(#${a} > #${b} or (#${a} == #${b} and ${a} > ${b}))`;
 
 /**
  * Dataset, token and liveness checks shared by renew, checkpoint and release. KEYS[1] is the bucket
  * hash, ARGV[1] the work id, ARGV[2] the record's token (compared as strings, so exact at any size).
  * `unpack` (of {@link split}) must read tok, exp and ver. Leaves the read fields in their locals,
- * the stored expiry in `old` (number) and the bumped version in `ver`.
+ * the server time in `nows` and `us` ({@link NOW_STR}) and the bumped version in `ver`.
  */
 function guard(unpack: string): string {
   return `
@@ -274,9 +291,8 @@ local m = redis.call('HGET', KEYS[1], ARGV[1])
 if not m then${REFUSE("{'FENCED', false}")}end
 ${unpack}
 if tok ~= ARGV[2] then${REFUSE("{'FENCED', tok or false}")}end
-${NOW_MS}
-local old = tonumber(exp)
-if old <= now then${REFUSE("{'EXPIRED', exp}")}end
+${NOW_STR}
+if not ${later('exp', 'nows')} then${REFUSE("{'EXPIRED', exp}")}end
 ver = string.format('%d', ver + 1)`;
 }
 
@@ -293,9 +309,9 @@ const RELEASE = split(['tok', 'exp', 'ver'], ['rel', 'ended', 'rq']);
  * re-checks the lease and raises stale scores.
  */
 const EXTEND = `
-local e = now + ARGV[3]
-exp = string.format('%d', e)
-if e < old then redis.call('ZADD', KEYS[2], exp, ARGV[1]) end`;
+local old = exp
+exp = string.format('%d', nows + ARGV[3])
+if ${later('old', 'exp')} then redis.call('ZADD', KEYS[2], exp, ARGV[1]) end`;
 
 export interface ScriptDef {
   numberOfKeys: number;
@@ -325,14 +341,14 @@ export const acquire: ScriptDef = {
   numberOfKeys: 6,
   lua: `${EMIT}${IDENTITY}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
-${NOW}${TOKENS}
+${NOW_STR}${TOKENS}
 local tok, ver, chk, size, pred, clean, fresh = nextToken(nil), '1', '', '', 'none', '1', true
 if m then
   ${ACQUIRE_READ}
   if not t then
     tok = nextToken(m)
   else
-    if tonumber(exp) > now then return {'HELD', holder, t, exp} end
+    if ${later('exp', 'nows')} then return {'HELD', holder, t, exp} end
     fresh = false
     tok = nextToken(t)
     ver = string.format('%d', v + 1)
@@ -345,7 +361,7 @@ if m then
     end
   end
 end
-local exp = string.format('%d', now + ARGV[3])
+local exp = string.format('%d', nows + ARGV[3])
 if fresh then
   redis.call('ZADD', KEYS[2], '0', ARGV[1])
   redis.call('ZADD', KEYS[3], exp, ARGV[1])
@@ -405,7 +421,7 @@ return exp .. rq`,
 export const release: ScriptDef = {
   numberOfKeys: 5,
   lua: `${EMIT}${guard(RELEASE.unpack)}
-exp = string.format('%d', now - 1)
+exp = string.format('%d', nows - 1)
 m = ${RELEASE.pack({ rel: 'nows', ended: "'released'", rq: "''" })}
 redis.call('HSET', KEYS[1], ARGV[1], m)
 redis.call('ZADD', KEYS[2], exp, ARGV[1])
