@@ -18,6 +18,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openRedis } from '../../src/backends/redis/index.ts';
 import { compareUtf8, fnv1a, INFO_FIELDS, Layout } from '../../src/backends/redis/layout.ts';
+import { later, NOW_STR } from '../../src/backends/redis/scripts.ts';
 import { ServerClock } from '../../src/console/clock.ts';
 import { FleetModel } from '../../src/console/model.ts';
 import type { LeaseAdmin, LeaseBackend, OpenOptions } from '../../src/index.ts';
@@ -750,6 +751,48 @@ describe('layout and cursors', () => {
         const bytes = Math.sign(Buffer.compare(Buffer.from(x, 'utf8'), Buffer.from(y, 'utf8')));
         expect(Math.sign(compareUtf8(x, y)), `${x} vs ${y}`).toBe(bytes);
       }
+    }
+  });
+
+  it("turns TIME's reply into ms and µs strings, and compares them as numbers, in Redis' Lua", async () => {
+    const r = new Redis(REDIS_URL);
+    try {
+      // The scripts' own snippets, with TIME's reply given as arguments (seconds, microseconds).
+      const times = `${NOW_STR.replace("redis.call('TIME')", '{ARGV[1], ARGV[2]}')}\nreturn {nows, us}`;
+      for (const [sec, micro] of [
+        ['1764619000', '0'],
+        ['1764619000', '7'],
+        ['1764619000', '5123'],
+        ['1764619000', '99999'],
+        ['1764619000', '100000'],
+        ['1764619000', '999999'],
+        ['99999999999', '123456'],
+      ] as const) {
+        const us = BigInt(sec) * 1_000_000n + BigInt(micro);
+        expect(await r.eval(times, 0, sec, micro), `${sec} s ${micro} µs`).toEqual([
+          String(us / 1000n),
+          String(us),
+        ]);
+      }
+      const compare = `return ${later('ARGV[1]', 'ARGV[2]')} and 1 or 0`;
+      const values = [
+        '0',
+        '9',
+        '10',
+        '99',
+        '100',
+        '1764619000123',
+        '1764619000124',
+        '1764619001000',
+        '17646190001230',
+      ];
+      for (const a of values) {
+        for (const b of values) {
+          expect(await r.eval(compare, 0, a, b), `${a} later than ${b}`).toBe(BigInt(a) > BigInt(b) ? 1 : 0);
+        }
+      }
+    } finally {
+      r.disconnect();
     }
   });
 
