@@ -82,16 +82,26 @@ async function withLease(page: Page, workId: string, text: string): Promise<void
 
 /** Clicks the lease's row until the detail pane shows it. */
 async function openLease(page: Page, workId: string): Promise<void> {
-  // The group's members keep writing, so a row can move under the pointer: click until it is this lease.
+  // The group's members come and go, so a row can move under the pointer and the click open another
+  // lease: click until it is this one. At 800 px the detail pane is an overlay that then covers the
+  // table, and a click on a covered row waits for the row to be clickable; so a wrong lease is
+  // closed first (Escape), and each click gives up after a while instead of outlasting the poll.
+  const shown = (): Promise<string> =>
+    details(page)
+      .textContent({ timeout: 1000 })
+      .then((t) => t ?? '')
+      .catch(() => '');
   await expect
     .poll(
       async () => {
-        await row(page, workId).first().click();
-        return (
-          (await details(page)
-            .textContent({ timeout: 2000 })
-            .catch(() => '')) ?? ''
-        );
+        const before = await shown();
+        if (before.includes(`Lease ${workId}`)) return before;
+        if (before !== '') await page.keyboard.press('Escape');
+        await row(page, workId)
+          .first()
+          .click({ timeout: 3000 })
+          .catch(() => {});
+        return shown();
       },
       { timeout: 15_000 },
     )
