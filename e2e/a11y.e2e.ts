@@ -86,11 +86,13 @@ async function openLease(page: Page, workId: string): Promise<void> {
   // lease: click until it is this one. At 800 px the detail pane is an overlay that then covers the
   // table, and a click on a covered row waits for the row to be clickable; so a wrong lease is
   // closed first (Escape), and each click gives up after a while instead of outlasting the poll.
-  const shown = (): Promise<string> =>
-    details(page)
-      .textContent({ timeout: 1000 })
-      .then((t) => t ?? '')
-      .catch(() => '');
+  // No wait for a pane that is not there: the poll comes back for it.
+  const shown = async (): Promise<string> =>
+    (await details(page).count()) === 0
+      ? ''
+      : ((await details(page)
+          .textContent({ timeout: 1000 })
+          .catch(() => '')) ?? '');
   await expect
     .poll(
       async () => {

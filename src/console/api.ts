@@ -280,11 +280,6 @@ export const ConnectionInputSchema = z.strictObject({
   thresholds: ThresholdsSchema.partial().optional(),
 });
 
-/**
- * Every request the console answers: name → params schema and result schema.
- * Transports route by name, validate `params` before calling the service and
- * (in tests) validate results too.
- */
 /** The parameters of an action on one lease (force-release, request-release): the same for both. */
 const LeaseActionParams = z.strictObject({
   connectionId,
@@ -294,6 +289,11 @@ const LeaseActionParams = z.strictObject({
   operator: z.string().trim().min(1).max(200).optional(),
 });
 
+/**
+ * Every request the console answers: name → params schema and result schema.
+ * Transports route by name, validate `params` before calling the service and
+ * (in tests) validate results too.
+ */
 export const methods = {
   'connections.list': { params: z.strictObject({}), result: z.array(ConnectionInfoSchema) },
   'connections.add': { params: ConnectionInputSchema, result: ConnectionInfoSchema },

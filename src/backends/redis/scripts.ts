@@ -183,13 +183,6 @@ function split(
   return { unpack, pack };
 }
 
-/** `now` (number, ms) and `nows` (its decimal string); `us`: the server time in µs, a decimal string. */
-const NOW = `
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local nows = string.format('%d', now)
-local us = t[1] .. string.format('%06d', t[2])`;
-
 /**
  * The dataset check most scripts begin with (layout.ts, Dataset identity; {@link REFUSE} for the
  * others): the last key is the bucket's `id` key, the last argument the dataset id the backend
@@ -211,10 +204,8 @@ if dataset ~= ARGV[#ARGV] then return {'LOST', dataset} end`;
  * Measured: 4.5k of a renew's 70.3k server instructions (callgrind, 2000 renews at 64 in flight,
  * private Redis 7.0: 65.7k with the check here).
  */
-const REFUSE = (reply: string): string => `
-  local dataset = redis.call('GET', KEYS[#KEYS])
-  if dataset ~= ARGV[#ARGV] then return {'LOST', dataset} end
-  return ${reply}
+const REFUSE = (reply: string): string => `${IDENTITY}
+return ${reply}
 `;
 
 /**
@@ -258,12 +249,13 @@ local function emit(chg, wake, c)
 end`;
 
 /**
- * `nows` and `us` as {@link NOW}, made with string operations only, for the lease calls (no `now`
- * number: they compare expiries as strings, {@link later}). TIME replies seconds and microseconds
- * as decimal strings; `us` is the seconds followed by the microseconds padded to 6 digits, `nows`
- * the same without its last 3. Turning them into numbers and back costs more than the TIME call
- * itself: server instructions per call (callgrind, private Redis 7.0, 2000 calls of a script doing
- * only this): TIME alone 6.5k, with NOW's conversions 14.4k, with these 10.4k.
+ * The server time: `nows` in ms and `us` in µs, as decimal strings, made with string operations
+ * only. TIME replies seconds and microseconds as decimal strings; `us` is the seconds followed by
+ * the microseconds padded to 6 digits, `nows` the same without its last 3. The lease calls use it
+ * as it is and compare expiries as strings ({@link later}): turning TIME's reply into numbers and
+ * back cost more than the TIME call itself (server instructions per call, callgrind, private Redis
+ * 7.0, 2000 calls of a script doing only this: TIME alone 6.5k, with the number conversions 14.4k,
+ * with these 10.4k).
  */
 export const NOW_STR = `
 local t = redis.call('TIME')
@@ -271,6 +263,10 @@ local u = t[2]
 if #u < 6 then u = string.rep('0', 6 - #u) .. u end
 local us = t[1] .. u
 local nows = string.sub(us, 1, -4)`;
+
+/** {@link NOW_STR} and `now`, the same ms as a number, for the scripts off the hot path that compute with it. */
+const NOW = `${NOW_STR}
+local now = tonumber(nows)`;
 
 /**
  * The Lua condition "`a` is later than `b`" for two times in ms as decimal strings without leading
