@@ -133,11 +133,11 @@ class RedisDriver implements LeaseDriver {
   ): Promise<LeaseRecord> {
     const L = this.io.layout;
     const b = L.bucketOf(workId);
-    const reply = await this.io.runIn<string | unknown[]>(
+    const reply = await this.io.runChecked<string | unknown[]>(
       'acquire',
       S.acquire,
       b,
-      [L.m[b]!, L.ids[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!],
+      [L.m[b]!, L.chg[b]!, L.wake[b]!],
       [workId, holderId, String(ttlMs), stepId ?? ''],
     );
     if (typeof reply === 'string') {
@@ -166,11 +166,11 @@ class RedisDriver implements LeaseDriver {
     const bytes = Buffer.isBuffer(state)
       ? state
       : Buffer.from(state.buffer, state.byteOffset, state.byteLength);
-    const reply = await this.io.runIn<string | unknown[]>(
+    const reply = await this.io.runHeld<string | unknown[]>(
       'checkpoint',
       S.checkpoint,
       b,
-      [L.m[b]!, L.exp[b]!, L.stateKey(b, record.workId)],
+      [L.m[b]!, L.stateKey(b, record.workId)],
       [record.workId, record.fencingToken.toString(), String(ttlMs), bytes],
     );
     const { request } = this.guarded(record, reply);
@@ -181,11 +181,11 @@ class RedisDriver implements LeaseDriver {
   async renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord> {
     const L = this.io.layout;
     const b = L.bucketOf(record.workId);
-    const reply = await this.io.runIn<string | unknown[]>(
+    const reply = await this.io.runHeld<string | unknown[]>(
       'renew',
       S.renew,
       b,
-      [L.m[b]!, L.exp[b]!],
+      [L.m[b]!],
       [record.workId, record.fencingToken.toString(), String(ttlMs)],
     );
     const { expiresAt, request } = this.guarded(record, reply);
@@ -201,7 +201,7 @@ class RedisDriver implements LeaseDriver {
   async release(record: LeaseRecord): Promise<void> {
     const L = this.io.layout;
     const b = L.bucketOf(record.workId);
-    const reply = await this.io.runIn<string | unknown[]>(
+    const reply = await this.io.runHeld<string | unknown[]>(
       'release',
       S.release,
       b,
@@ -215,11 +215,11 @@ class RedisDriver implements LeaseDriver {
   async readCheckpoint(record: LeaseRecord): Promise<CheckpointRead> {
     const L = this.io.layout;
     const b = L.bucketOf(record.workId);
-    const [first, second] = await this.io.runIn<[Buffer, Buffer | null]>(
+    const [first, second] = await this.io.runHeld<[Buffer, Buffer | null]>(
       'readCheckpoint',
       S.readCheckpoint,
       b,
-      [L.m[b]!, L.stateKey(b, record.workId)],
+      [L.m[b]!],
       [record.workId, record.fencingToken.toString()],
       true,
     );

@@ -6,8 +6,8 @@
  * call see and leave a consistent lease; no client-side read-modify-write.
  * Every key a script touches carries the same bucket hash tag (see layout.ts),
  * so on Redis Cluster the whole script runs on the one master owning that slot.
- * Keys built inside a script (`statePrefix .. workId` in prune) are in that
- * same slot by construction.
+ * Keys built inside a script (from KEYS[1], see Keys a script builds below,
+ * and `statePrefix .. workId` in prune) are in that same slot by construction.
  *
  * A lease is one packed string in the bucket hash (layout.ts): a script HGETs
  * it, splits it with one `string.match`, and writes it back with one HSET. The
@@ -17,12 +17,27 @@
  * their effects, not the script), called once per script.
  * Milliseconds = seconds * 1000 + floor(µs / 1000).
  *
- * Dataset identity: every script compares the bucket's `id` key (the last key)
- * with the dataset id the backend opened (the last argument) and replies
- * `{'LOST', found}` when they differ (layout.ts, Dataset identity), so no script
+ * Dataset identity: every script compares the bucket's `id` key with the
+ * dataset id the backend opened (layout.ts, Dataset identity), so no script
  * writes into a dataset that vanished. Most start with that check
- * ({@link IDENTITY}); the calls that carry a lease (renew, checkpoint, release,
- * readCheckpoint) make it only on the way to a refusal ({@link REFUSE}).
+ * ({@link IDENTITY}: the id key is the last key, the dataset id the last
+ * argument, the reply `{'LOST', found}` when they differ); acquire makes the
+ * same check on an id key it builds ({@link ACQUIRE_IDENTITY}). The calls that
+ * carry a lease (renew, checkpoint, release, readCheckpoint) take neither: a
+ * refusal of theirs carries the bucket's stored id as its last element and the
+ * client compares it ({@link REFUSE}).
+ *
+ * Keys a script builds: the lease scripts declare the keys they write after
+ * their first write, and build from KEYS[1] (`<bucket>:m`, layout.ts) only the
+ * keys they read, or write before any other write, on a path most calls do not
+ * take (the id key, the expiry index on a shortened lease, the listing index on
+ * a first acquire). Every declared key or argument costs the server about 2k
+ * instructions per call, a built one only where it is used (callgrind, private
+ * Redis 7.0, the bench's raw script with 2 more keys: +4.1k, with 3 more
+ * arguments: +4.5k, building one key: +2.2k). All of a bucket's keys share its
+ * hash slot, so a built key is on the master that runs the script; while a
+ * Cluster slot migrates, a built key that already moved fails the script before
+ * it wrote anything.
  *
  * Replies tell every outcome apart, so a call never needs a second round trip.
  * Success is a plain string (cheaper for Redis to return than an array, see
@@ -192,21 +207,33 @@ const IDENTITY = `
 local dataset = redis.call('GET', KEYS[#KEYS])
 if dataset ~= ARGV[#ARGV] then return {'LOST', dataset} end`;
 
+/** The Lua expression of the bucket key `suffix` (layout.ts), built from KEYS[1] (`<bucket>:m`). */
+const key = (suffix: string): string => `string.sub(KEYS[1], 1, -2) .. ${suffix}`;
+
 /**
- * The statements that end a call carrying a lease (its work id and token) with the refusal
- * `reply`, or with `LOST` when the dataset is not the one the backend opened ({@link IDENTITY}).
+ * acquire's {@link IDENTITY}: the same check on the id key built from KEYS[1] (see Keys a script
+ * builds, above): the check reads before the script writes, and declaring the key cost as much.
+ */
+const ACQUIRE_IDENTITY = `
+local dataset = redis.call('GET', ${key("'id'")})
+if dataset ~= ARGV[#ARGV] then return {'LOST', dataset} end`;
+
+/**
+ * The statement that ends a call carrying a lease (its work id and token) with a refusal: the array
+ * `{word, value, found}`, where `found` is the bucket's stored dataset id (false when its id key is
+ * gone). The client compares `found` with the dataset it opened and reports DATASET_LOST when they
+ * differ (send.ts, runHeld), so these scripts take neither the id key nor the dataset id.
  * Such a call succeeds only where the lease is stored under the caller's token, and a dataset that
  * replaced the one the token came from cannot have it: the bucket came back empty (restart without
  * persistence, flush, failover to an empty replica), or holds leases acquired since, whose tokens
  * are floored by the server clock at their acquisition ({@link TOKENS}) and so differ from every
- * token handed out before. So success needs no check, and renew, checkpoint, release and
- * readCheckpoint make it only when they refuse, with the same answer as checking first.
- * Measured: 4.5k of a renew's 70.3k server instructions (callgrind, 2000 renews at 64 in flight,
- * private Redis 7.0: 65.7k with the check here).
+ * token handed out before. So success needs no check, and a refusal gets the same answer as
+ * checking first. Measured: the check on every call cost 4.5k of a renew's 70.3k server
+ * instructions, the id key and the dataset id as a key and an argument another 3.5k of 64k
+ * (callgrind, 2000 renews at 64 in flight, private Redis 7.0).
  */
-const REFUSE = (reply: string): string => `${IDENTITY}
-return ${reply}
-`;
+const REFUSE = (word: string, value: string): string =>
+  ` return {'${word}', ${value}, redis.call('GET', ${key("'id'")})} `;
 
 /**
  * The token rule: a new token is max(previous + 1, server time in µs) — see docs/durability.md for
@@ -284,11 +311,11 @@ export const later = (a: string, b: string): string => `(#${a} > #${b} or (#${a}
 function guard(unpack: string): string {
   return `
 local m = redis.call('HGET', KEYS[1], ARGV[1])
-if not m then${REFUSE("{'FENCED', false}")}end
+if not m then${REFUSE('FENCED', 'false')}end
 ${unpack}
-if tok ~= ARGV[2] then${REFUSE("{'FENCED', tok or false}")}end
+if tok ~= ARGV[2] then${REFUSE('FENCED', 'tok or false')}end
 ${NOW_STR}
-if not ${later('exp', 'nows')} then${REFUSE("{'EXPIRED', exp}")}end
+if not ${later('exp', 'nows')} then${REFUSE('EXPIRED', 'exp')}end
 ver = string.format('%d', ver + 1)`;
 }
 
@@ -307,7 +334,7 @@ const RELEASE = split(['tok', 'exp', 'ver'], ['rel', 'ended', 'rq']);
 const EXTEND = `
 local old = exp
 exp = string.format('%d', nows + ARGV[3])
-if ${later('old', 'exp')} then redis.call('ZADD', KEYS[2], exp, ARGV[1]) end`;
+if ${later('old', 'exp')} then redis.call('ZADD', ${key("'exp'")}, exp, ARGV[1]) end`;
 
 export interface ScriptDef {
   numberOfKeys: number;
@@ -315,10 +342,14 @@ export interface ScriptDef {
 }
 
 /**
- * Every script below also takes the bucket's `id` key as its last key and the dataset id as its last
- * argument, and may reply `{'LOST', found}` ({@link IDENTITY}); the lists name the others.
+ * Every script below but acquire, renew, checkpoint, release and readCheckpoint also takes the
+ * bucket's `id` key as its last key and the dataset id as its last argument, and may reply
+ * `{'LOST', found}` ({@link IDENTITY}); the lists name the others. acquire takes the dataset id as
+ * its last argument and may reply `LOST` too ({@link ACQUIRE_IDENTITY}); the refusals of the other
+ * four end with the stored dataset id ({@link REFUSE}).
  *
- * acquire — KEYS: m, ids, exp, chg, wake. ARGV: workId, holderId, ttlMs, stepId ('' = none).
+ * acquire — KEYS: m, chg, wake (builds id, and on a first acquire ids and exp). ARGV: workId,
+ *   holderId, ttlMs, stepId ('' = none), dataset id.
  * - `{'HELD', holder, token, expires_at}` when a live lease exists (expires_at > now), also the caller's own.
  * - `'<token> <expires_at>'` otherwise: token = max(the stored (or tombstoned) token + 1, server µs)
  *   ({@link TOKENS}), so tokens continue after a prune; the checkpoint state is kept; how the predecessor ended is recorded
@@ -334,8 +365,8 @@ const ACQUIRE_READ = split(
 ).unpack;
 
 export const acquire: ScriptDef = {
-  numberOfKeys: 6,
-  lua: `${EMIT}${IDENTITY}
+  numberOfKeys: 3,
+  lua: `${EMIT}${ACQUIRE_IDENTITY}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
 ${NOW_STR}${TOKENS}
 local tok, ver, chk, size, pred, clean, fresh = nextToken(nil), '1', '', '', 'none', '1', true
@@ -359,20 +390,21 @@ if m then
 end
 local exp = string.format('%d', nows + ARGV[3])
 if fresh then
-  redis.call('ZADD', KEYS[2], '0', ARGV[1])
-  redis.call('ZADD', KEYS[3], exp, ARGV[1])
+  redis.call('ZADD', ${key("'ids'")}, '0', ARGV[1])
+  redis.call('ZADD', ${key("'exp'")}, exp, ARGV[1])
 end
 m = ARGV[2] .. '\\n' .. tok .. '\\n' .. exp .. '\\n' .. ARGV[3] .. '\\n' .. ARGV[4] .. '\\n' .. nows .. '\\n\\n' .. chk .. '\\n\\n' ..
   size .. '\\n' .. clean .. '\\n' .. pred .. '\\n\\n' .. ver
 redis.call('HSET', KEYS[1], ARGV[1], m)
-emit(KEYS[4], KEYS[5], 'acquired\\n' .. ARGV[1] .. '\\n' .. m)
+emit(KEYS[2], KEYS[3], 'acquired\\n' .. ARGV[1] .. '\\n' .. m)
 return tok .. ' ' .. exp`,
 };
 
 /**
- * renew — KEYS: m, exp. ARGV: workId, token, ttlMs. Writes no change entry (see the header).
- * - `{'FENCED', storedToken|nil}` token differs or no lease (never acquired, or pruned).
- * - `{'EXPIRED', expires_at}` token matches but the lease ran out or was released.
+ * renew — KEYS: m (builds exp when the lease gets shorter). ARGV: workId, token, ttlMs. Writes no
+ * change entry (see the header).
+ * - `{'FENCED', storedToken|nil, dataset|nil}` token differs or no lease (never acquired, or pruned).
+ * - `{'EXPIRED', expires_at, dataset|nil}` token matches but the lease ran out or was released.
  * - `'<expires_at>'` the new expiry, now + ttl; followed by the lease's release request
  *   (LF at LF operator LF quoted reason) when an operator asked for one ({@link requestRelease}).
  *   The answer the holder already gets carries it: no extra call, and no extra Redis command in
@@ -386,7 +418,7 @@ return tok .. ' ' .. exp`,
  *   (the longer string is split, rebuilt, stored and streamed on every renew until released).
  */
 export const renew: ScriptDef = {
-  numberOfKeys: 3,
+  numberOfKeys: 1,
   lua: `${guard(RENEW.unpack)}
 ${EXTEND}
 m = ${RENEW.pack({ ttl: 'ARGV[3]', ren: 'nows' })}
@@ -395,15 +427,15 @@ return exp .. rq`,
 };
 
 /**
- * checkpoint — KEYS: m, exp, state. ARGV: workId, token, ttlMs, state bytes.
+ * checkpoint — KEYS: m, state (builds exp as renew). ARGV: workId, token, ttlMs, state bytes.
  * Outcomes as {@link renew}; on success the state and the new expiry are stored in the same step.
  * Writes no change entry (see the header); the next entry of the item carries the new size.
  */
 export const checkpoint: ScriptDef = {
-  numberOfKeys: 4,
+  numberOfKeys: 2,
   lua: `${guard(HEARTBEAT.unpack)}
 ${EXTEND}
-redis.call('SET', KEYS[3], ARGV[4])
+redis.call('SET', KEYS[2], ARGV[4])
 m = ${HEARTBEAT.pack({ ttl: 'ARGV[3]', ren: 'nows', chk: 'nows', size: "string.format('%d', #ARGV[4])" })}
 redis.call('HSET', KEYS[1], ARGV[1], m)
 return exp .. rq`,
@@ -415,7 +447,7 @@ return exp .. rq`,
  * expires_at = now - 1 ms and `ended` = released, so the next acquire succeeds at once and is clean.
  */
 export const release: ScriptDef = {
-  numberOfKeys: 5,
+  numberOfKeys: 4,
   lua: `${EMIT}${guard(RELEASE.unpack)}
 exp = string.format('%d', nows - 1)
 m = ${RELEASE.pack({ rel: 'nows', ended: "'released'", rq: "''" })}
@@ -502,19 +534,19 @@ function tokenAnd(n: number): string {
 }
 
 /**
- * readCheckpoint — KEYS: m, state. ARGV: workId, token.
- * - `{'FENCED', storedToken|nil}` token differs or no lease.
+ * readCheckpoint — KEYS: m (builds the state key: a read). ARGV: workId, token.
+ * - `{'FENCED', storedToken|nil, dataset|nil}` token differs or no lease.
  * - `{clean ('0'|'1'), bytes|nil}` the checkpoint (nil when none was ever saved) and whether this
  *   lease began cleanly, read together.
  */
 export const readCheckpoint: ScriptDef = {
-  numberOfKeys: 3,
+  numberOfKeys: 1,
   lua: `
 local m = redis.call('HGET', KEYS[1], ARGV[1])
-if not m then${REFUSE("{'FENCED', false}")}end
+if not m then${REFUSE('FENCED', 'false')}end
 local tok, clean = string.match(m, '${tokenAnd(11)}')
-if tok ~= ARGV[2] then${REFUSE("{'FENCED', tok or false}")}end
-return {clean, redis.call('GET', KEYS[2])}`,
+if tok ~= ARGV[2] then${REFUSE('FENCED', 'tok or false')}end
+return {clean, redis.call('GET', ${key("'s:' .. ARGV[1]")})}`,
 };
 
 /**

@@ -266,26 +266,58 @@ export class Sender {
   }
 
   /**
-   * Runs a script on bucket `b`: appends the bucket's `id` key to `keys` and the dataset id to
-   * `args` (scripts.ts, IDENTITY) and turns a `LOST` reply into DATASET_LOST. Every lease and feed
-   * script goes through here. The EVALSHA arguments are built in one array (not spread into two
-   * more), the key count is a string made once per script.
+   * Runs a script on bucket `b` that starts with the dataset check (scripts.ts, IDENTITY): appends
+   * the bucket's `id` key to `keys` and the dataset id to `args`, and turns a `LOST` reply into
+   * DATASET_LOST. The feed and admin scripts go through here. The EVALSHA arguments are built in one
+   * array (not spread into two more), the key count is a string made once per script.
    */
   async runIn<T>(op: string, sc: Script, b: number, keys: Arg[], args: Arg[], buffers = false): Promise<T> {
-    const a: Arg[] = [sc.sha, sc.keyCount];
-    for (let i = 0; i < keys.length; i++) a.push(keys[i]!);
-    a.push(this.layout.id[b]!);
-    for (let i = 0; i < args.length; i++) a.push(args[i]!);
+    const a = this.frame(sc, keys, args);
+    a.splice(2 + keys.length, 0, this.layout.id[b]!);
     a.push(this.dataset);
-    const reply = await this.send<T>(op, 'evalsha', a, buffers);
-    if (Array.isArray(reply) && reply.length === 2 && String(reply[0]) === 'LOST') {
-      const found = reply[1] === null ? null : String(reply[1]);
-      throw new DatasetLostError(
-        `${op} on ${this.url} refused: the dataset this backend opened (${this.dataset}) is gone from bucket b${b} of key prefix '${this.prefix}' (${found === null ? 'its keys were wiped: a restart without persistence, a flush, a failover to an empty replica' : `it now holds dataset ${found}`}); no lease it knew exists any more. Stop the holders and reopen (docs/durability.md)`,
-        { details: { keyPrefix: this.prefix, bucket: b, dataset: this.dataset, found } },
-      );
+    return this.checkLost<T>(op, b, await this.send<T>(op, 'evalsha', a, buffers));
+  }
+
+  /** acquire's form of {@link runIn}: the script builds the `id` key itself (scripts.ts, ACQUIRE_IDENTITY). */
+  async runChecked<T>(op: string, sc: Script, b: number, keys: Arg[], args: Arg[]): Promise<T> {
+    const a = this.frame(sc, keys, args);
+    a.push(this.dataset);
+    return this.checkLost<T>(op, b, await this.send<T>(op, 'evalsha', a));
+  }
+
+  /**
+   * Runs a script of a call that carries a lease (renew, checkpoint, release, readCheckpoint), which
+   * takes no dataset id: its refusals end with the bucket's stored one (scripts.ts, REFUSE), and a
+   * refusal from a dataset other than the one this backend opened is DATASET_LOST.
+   */
+  async runHeld<T>(op: string, sc: Script, b: number, keys: Arg[], args: Arg[], buffers = false): Promise<T> {
+    const reply = await this.send<T>(op, 'evalsha', this.frame(sc, keys, args), buffers);
+    if (Array.isArray(reply) && reply.length === 3) {
+      const found = reply[2] === null ? null : String(reply[2]);
+      if (found !== this.dataset) throw this.lost(op, b, found);
     }
     return reply;
+  }
+
+  private frame(sc: Script, keys: Arg[], args: Arg[]): Arg[] {
+    const a: Arg[] = [sc.sha, sc.keyCount];
+    for (let i = 0; i < keys.length; i++) a.push(keys[i]!);
+    for (let i = 0; i < args.length; i++) a.push(args[i]!);
+    return a;
+  }
+
+  private checkLost<T>(op: string, b: number, reply: T): T {
+    if (Array.isArray(reply) && reply.length === 2 && String(reply[0]) === 'LOST') {
+      throw this.lost(op, b, reply[1] === null ? null : String(reply[1]));
+    }
+    return reply;
+  }
+
+  private lost(op: string, b: number, found: string | null): DatasetLostError {
+    return new DatasetLostError(
+      `${op} on ${this.url} refused: the dataset this backend opened (${this.dataset}) is gone from bucket b${b} of key prefix '${this.prefix}' (${found === null ? 'its keys were wiped: a restart without persistence, a flush, a failover to an empty replica' : `it now holds dataset ${found}`}); no lease it knew exists any more. Stop the holders and reopen (docs/durability.md)`,
+      { details: { keyPrefix: this.prefix, bucket: b, dataset: this.dataset, found } },
+    );
   }
 
   /**
