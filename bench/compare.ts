@@ -2,7 +2,8 @@
  * Side-by-side measurement for the comparison benches (redlock.ts, clients.ts, growth.ts): a
  * baseline and one or more contenders run the same number of calls at the same number in
  * flight, in interleaved rounds (base, contender…, base), and each contender's ratio is its
- * rate over the mean of the two baseline rates around it. Rates, ratios and client CPU per
+ * rate over the mean of the two baseline rates around it; at 1 in flight they take turns call
+ * by call ({@link alternate}). Rates, ratios and client CPU per
  * call are the medians over the rounds, each taken on its own: when the machine's load moves
  * between rounds, the median ratio (which compares neighbours) is the figure to read, and it
  * can differ from the ratio of the two median rates. Nothing here does I/O of its own.
@@ -37,6 +38,30 @@ export async function measure(ops: number, inFlight: number, fn: Call): Promise<
   return { rate: ops / seconds, cpuUs: (cpu.user + cpu.system) / ops };
 }
 
+/**
+ * Runs `ops` calls of each of `fns` one at a time, taking turns call by call (fns[0], fns[1], …,
+ * fns[0], …), and times each call on its own: the measurement at 1 in flight. A lone round trip's
+ * time moves with how the OS schedules the client and the server (the same raw script at 1 in
+ * flight ran at 7.4k/s and at 19k/s in two cells of one run here), and that regime
+ * can change within a measurement of a few hundred calls; calls that take turns share it. CPU per
+ * call is read around each call (two getrusage calls, on every side alike).
+ */
+export async function alternate(ops: number, fns: readonly Call[]): Promise<Measurement[]> {
+  const ns = fns.map(() => 0n);
+  const cpu = fns.map(() => 0);
+  for (let i = 0; i < ops; i++) {
+    for (let k = 0; k < fns.length; k++) {
+      const c0 = process.cpuUsage();
+      const t0 = process.hrtime.bigint();
+      await fns[k]!(i, 0);
+      ns[k]! += process.hrtime.bigint() - t0;
+      const c = process.cpuUsage(c0);
+      cpu[k]! += c.user + c.system;
+    }
+  }
+  return fns.map((_, k) => ({ rate: (ops * 1e9) / Number(ns[k]!), cpuUs: cpu[k]! / ops }));
+}
+
 export const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)] ?? Number.NaN;
@@ -64,7 +89,9 @@ export interface Row {
 
 /**
  * `rounds` rounds of: base, every contender (their order rotated each round so that none always
- * runs right after the baseline), base. Returns the baseline's row, then one row per contender.
+ * runs right after the baseline), base. At 1 in flight a round is one {@link alternate} run of the
+ * baseline and the contenders instead, call by call. Returns the baseline's row, then one row per
+ * contender.
  */
 export async function interleave(
   base: Contender,
@@ -75,6 +102,17 @@ export async function interleave(
   const bases: Measurement[] = [];
   const runs = contenders.map(() => ({ m: [] as Measurement[], ratios: [] as number[] }));
   for (let r = 0; r < rounds; r++) {
+    if (inFlight === 1) {
+      const fns = [await base.prepare(ops, 1)];
+      for (const c of contenders) fns.push(await c.prepare(ops, 1));
+      const [b, ...got] = await alternate(ops, fns);
+      bases.push(b!);
+      got.forEach((m, c) => {
+        runs[c]!.m.push(m);
+        runs[c]!.ratios.push(m.rate / b!.rate);
+      });
+      continue;
+    }
     const before = await measure(ops, inFlight, await base.prepare(ops, inFlight));
     const got: Measurement[] = new Array(contenders.length);
     for (let k = 0; k < contenders.length; k++) {

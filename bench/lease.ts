@@ -5,7 +5,12 @@
  * These machines are shared and noisy, so absolute numbers mean little: every
  * figure is printed beside a baseline measured right before and after it, and
  * the ratio (call / baseline) is what to read. Each cell is the median of
- * `--rounds` alternating baseline/call measurements.
+ * `--rounds` alternating baseline/call measurements (base, call, base). At 1 in
+ * flight the baseline and the call take turns call by call instead (base, call,
+ * base, call, …, each call timed on its own): there a lone round trip's time moves
+ * with how the OS schedules client and server (the same raw script ran at 7.4k/s
+ * and at 19k/s in two cells of one run), and calls that take
+ * turns meet the same conditions.
  *
  * Baselines (the cheapest honest single round trip that reads and writes one row):
  * - Postgres: `INSERT … ON CONFLICT (id) DO UPDATE SET n = n + 1 RETURNING *`
@@ -48,6 +53,7 @@ import { startReplicatedRedis } from '../src/chaos/servers.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
 import { Telemetry } from '../src/lease/telemetry.ts';
 import { benchArgs, intArg } from './args.ts';
+import { alternate } from './compare.ts';
 import { COMPARISONS, runComparison } from './comparisons.ts';
 
 const args = benchArgs(import.meta.filename, {
@@ -200,10 +206,18 @@ async function benchBackend(kind: 'postgres' | 'redis'): Promise<void> {
         const bases: number[] = [];
         for (let r = 0; r < ROUNDS; r++) {
           const fn = await prepare(backend, call, `b${tagNo++}`, ops, inFlight);
-          const before = await rate(ops, inFlight, (i) => baseline.run(i));
-          const measured = await rate(ops, inFlight, fn);
-          const after = await rate(ops, inFlight, (i) => baseline.run(i));
-          const base = (before + after) / 2;
+          let base: number;
+          let measured: number;
+          if (inFlight === 1) {
+            const [b, m] = await alternate(ops, [(i) => baseline.run(i), fn]);
+            base = b!.rate;
+            measured = m!.rate;
+          } else {
+            const before = await rate(ops, inFlight, (i) => baseline.run(i));
+            measured = await rate(ops, inFlight, fn);
+            const after = await rate(ops, inFlight, (i) => baseline.run(i));
+            base = (before + after) / 2;
+          }
           calls.push(measured);
           bases.push(base);
           ratios.push(measured / base);
