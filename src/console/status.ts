@@ -4,6 +4,7 @@
  * passes, so countdowns and expiry need no event).
  */
 import type { LeaseRow, LeaseStatus, Thresholds } from './api.ts';
+import { parseMemberWorkId } from './groups.ts';
 
 /**
  * The backend time a connection's statuses are judged at: its backend clock now (or, while the
@@ -25,6 +26,9 @@ export function judgedAt(serverNow: number, heartbeatsAsOf: number | null | unde
  * - `expired`: it ran out and nobody re-acquired it — orphaned work.
  * - `stuck`: live, renewed within the stuck window, but its checkpoint has not
  *   moved for `stuckAfterMs` (the holder heartbeats without making progress).
+ *   Never a consumer group's membership lease (`group:<group>:member:<holderId>`,
+ *   src/lease/group.ts): it stands for a member, not for work, and its holder only
+ *   ever renews it, so by this rule every healthy member would read stuck.
  * - `expiring`: live with less than `expiringFraction` of its ttl left.
  * - `live`: otherwise.
  *
@@ -32,7 +36,10 @@ export function judgedAt(serverNow: number, heartbeatsAsOf: number | null | unde
  *   clock + measured offset) and the last heartbeat check.
  */
 export function leaseStatus(
-  row: Pick<LeaseRow, 'expiresAt' | 'ttlMs' | 'ended' | 'acquiredAt' | 'renewedAt' | 'checkpointedAt'>,
+  row: Pick<
+    LeaseRow,
+    'workId' | 'expiresAt' | 'ttlMs' | 'ended' | 'acquiredAt' | 'renewedAt' | 'checkpointedAt'
+  >,
   serverNow: number,
   thresholds: Thresholds,
 ): LeaseStatus {
@@ -41,20 +48,27 @@ export function leaseStatus(
   if (row.expiresAt <= serverNow) return 'expired';
   const progressAt = Math.max(row.checkpointedAt ?? 0, row.acquiredAt);
   const heartbeatAt = Math.max(row.renewedAt ?? 0, row.checkpointedAt ?? 0, row.acquiredAt);
-  if (serverNow - progressAt >= thresholds.stuckAfterMs && heartbeatAt > progressAt) return 'stuck';
+  if (serverNow - progressAt >= thresholds.stuckAfterMs && heartbeatAt > progressAt && !isMembership(row))
+    return 'stuck';
   if (row.expiresAt - serverNow < row.ttlMs * thresholds.expiringFraction) return 'expiring';
   return 'live';
 }
 
 /** The moment a row's status will change by time alone, or null if it never will. */
 export function nextStatusChangeAt(
-  row: Pick<LeaseRow, 'expiresAt' | 'ttlMs' | 'ended' | 'acquiredAt' | 'checkpointedAt'>,
+  row: Pick<LeaseRow, 'workId' | 'expiresAt' | 'ttlMs' | 'ended' | 'acquiredAt' | 'checkpointedAt'>,
   serverNow: number,
   thresholds: Thresholds,
 ): number | null {
   if (row.ended !== null || row.expiresAt <= serverNow) return null;
   const candidates = [row.expiresAt, row.expiresAt - row.ttlMs * thresholds.expiringFraction];
-  candidates.push(Math.max(row.checkpointedAt ?? 0, row.acquiredAt) + thresholds.stuckAfterMs);
+  if (!isMembership(row))
+    candidates.push(Math.max(row.checkpointedAt ?? 0, row.acquiredAt) + thresholds.stuckAfterMs);
   const future = candidates.filter((t) => t > serverNow);
   return future.length === 0 ? null : Math.min(...future);
+}
+
+/** A consumer group's membership lease (src/lease/group.ts), which is never `stuck`. */
+function isMembership(row: Pick<LeaseRow, 'workId'>): boolean {
+  return row.workId.startsWith('group:') && parseMemberWorkId(row.workId) !== null;
 }

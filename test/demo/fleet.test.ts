@@ -10,6 +10,7 @@ const thresholds = { expiringFraction: 0.25, stuckAfterMs: 700 };
 function statusOf(info: LeaseInfo, now: number): LeaseStatus {
   return leaseStatus(
     {
+      workId: info.workId,
       expiresAt: info.expiresAt.getTime(),
       ttlMs: info.ttlMs,
       ended: info.ended,

@@ -182,6 +182,7 @@ export async function lsCommand(
 /** The fields `leaseStatus` needs, as epoch ms. */
 export function rowTimes(info: LeaseInfo): Parameters<typeof leaseStatus>[0] {
   return {
+    workId: info.workId,
     expiresAt: info.expiresAt.getTime(),
     ttlMs: info.ttlMs,
     ended: info.ended,
