@@ -1,28 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_THRESHOLDS, type LeaseRow } from '../../src/console/api.ts';
 import { countFleet, RateRecorder } from '../../src/console/stats.ts';
+import { leaseRow } from './helpers.ts';
 
 const NOW = 1_800_000_000_000;
-function row(over: Partial<LeaseRow>): LeaseRow {
-  return {
-    workId: 'w',
-    holderId: 'h',
-    fencingToken: '1',
-    expiresAt: NOW + 50_000,
-    ttlMs: 60_000,
-    stepId: null,
-    acquiredAt: NOW - 10_000,
-    renewedAt: null,
-    checkpointedAt: null,
-    releasedAt: null,
-    checkpointSize: null,
-    cleanHandoff: true,
-    predecessorEnd: 'none',
-    ended: null,
-    version: '1',
-    ...over,
-  };
-}
+const row = (over: Partial<LeaseRow>): LeaseRow => leaseRow(NOW, over);
 
 describe('fleet stats', () => {
   it('counts by status (server clock) and top holders', () => {

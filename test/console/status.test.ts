@@ -2,31 +2,14 @@
 import { describe, expect, it } from 'vitest';
 import type { LeaseRow } from '../../src/console/api.ts';
 import { leaseStatus, nextStatusChangeAt } from '../../src/console/status.ts';
+import { leaseRow } from './helpers.ts';
 
 const NOW = 1_800_000_000_000;
 const THRESHOLDS = { expiringFraction: 0.25, stuckAfterMs: 60_000 };
 
 /** Acquired 5 min ago, renewed 1 s ago, 50 s of its 60 s ttl left, never checkpointed. */
-function row(over: Partial<LeaseRow>): LeaseRow {
-  return {
-    workId: 'orders/ingest-1',
-    holderId: 'h',
-    fencingToken: '1',
-    expiresAt: NOW + 50_000,
-    ttlMs: 60_000,
-    stepId: null,
-    acquiredAt: NOW - 300_000,
-    renewedAt: NOW - 1_000,
-    checkpointedAt: null,
-    releasedAt: null,
-    checkpointSize: null,
-    cleanHandoff: true,
-    predecessorEnd: 'none',
-    ended: null,
-    version: '300',
-    ...over,
-  };
-}
+const row = (over: Partial<LeaseRow>): LeaseRow =>
+  leaseRow(NOW, { workId: 'orders/ingest-1', acquiredAt: NOW - 300_000, renewedAt: NOW - 1_000, ...over });
 
 describe('leaseStatus', () => {
   it('calls a lease stuck when it is renewed but its checkpoint has not moved for stuckAfterMs', () => {
