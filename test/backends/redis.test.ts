@@ -599,6 +599,21 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     // The token continues after the prune.
     expect((await b.acquire('shortened', 'h', LIVE)).fencingToken > shortened.fencingToken).toBe(true);
   });
+
+  it('prune removes an expiry-index entry whose lease was never written (a first acquire cut short)', async () => {
+    // A first acquire adds the expiry-index entry before anything else it writes (scripts.ts, Keys a
+    // script builds); should the script fail after it, that entry must not count or linger.
+    const { b, prefix } = await h.open();
+    const layout = new Layout(prefix, 32);
+    const exp = layout.exp[layout.bucketOf('orphan')]!;
+    const node = await nodeOfKey(url(), exp);
+    await withNode(node, (r) => r.zadd(exp, Date.now() - 1000, 'orphan'));
+    expect(await b.admin.count()).toBe(0);
+    expect((await b.admin.list({})).items).toEqual([]);
+    expect(await b.admin.prune({ olderThanMs: 0 })).toBe(0);
+    expect(await withNode(node, (r) => r.zscore(exp, 'orphan'))).toBeNull();
+    expect(await b.admin.get('orphan')).toBeNull();
+  });
 });
 
 /** The master that holds `key` (the only node for standalone). */
