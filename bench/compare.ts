@@ -85,6 +85,8 @@ export interface Row {
   cpuUs: number;
   /** Against the baseline around it; 1 for the baseline itself. */
   ratio: number;
+  /** The per-round ratios the median `ratio` was taken of (empty for the baseline). */
+  ratios: number[];
 }
 
 /**
@@ -127,17 +129,15 @@ export async function interleave(
       runs[c]!.ratios.push(m.rate / baseRate);
     });
   }
-  const row = (name: string, ms: Measurement[], ratio: number): Row => ({
+  const row = (name: string, ms: Measurement[], ratios: number[]): Row => ({
     name,
     inFlight,
     rate: median(ms.map((m) => m.rate)),
     cpuUs: median(ms.map((m) => m.cpuUs)),
-    ratio,
+    ratio: ratios.length === 0 ? 1 : median(ratios),
+    ratios,
   });
-  return [
-    row(base.name, bases, 1),
-    ...contenders.map((c, k) => row(c.name, runs[k]!.m, median(runs[k]!.ratios))),
-  ];
+  return [row(base.name, bases, []), ...contenders.map((c, k) => row(c.name, runs[k]!.m, runs[k]!.ratios))];
 }
 
 /** The table's header line, for rows printed by {@link formatRow}. */
@@ -145,10 +145,16 @@ export function header(first = 'client'): string {
   return `${first.padEnd(28)}${'in flight'.padStart(10)}${'calls/s'.padStart(12)}${'cpu us/call'.padStart(13)}${'ratio'.padStart(8)}`;
 }
 
-/** One table line; `target` marks a contender whose ratio is below it. */
+/** `  lo–hi` of the per-round ratios, when there are several: how far apart the rounds were. */
+export function spread(ratios: readonly number[]): string {
+  if (ratios.length < 2) return '';
+  return `  ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}`;
+}
+
+/** One table line: the median ratio, then the rounds' range; `target` marks a contender below it. */
 export function formatRow(r: Row, target?: number): string {
   const below = target !== undefined && r.ratio < target ? `  (below the ${target} target)` : '';
-  return `${r.name.padEnd(28)}${String(r.inFlight).padStart(10)}${r.rate.toFixed(0).padStart(12)}${r.cpuUs.toFixed(1).padStart(13)}${r.ratio.toFixed(2).padStart(7)}x${below}`;
+  return `${r.name.padEnd(28)}${String(r.inFlight).padStart(10)}${r.rate.toFixed(0).padStart(12)}${r.cpuUs.toFixed(1).padStart(13)}${r.ratio.toFixed(2).padStart(7)}x${spread(r.ratios)}${below}`;
 }
 
 /** True when the module at `file` (its `import.meta.filename`) is the script node was started with. */

@@ -5,7 +5,8 @@
  * These machines are shared and noisy, so absolute numbers mean little: every
  * figure is printed beside a baseline measured right before and after it, and
  * the ratio (call / baseline) is what to read. Each cell is the median of
- * `--rounds` alternating baseline/call measurements (base, call, base). At 1 in
+ * `--rounds` alternating baseline/call measurements (base, call, base), followed
+ * by the lowest and highest of those rounds' ratios. At 1 in
  * flight the baseline and the call take turns call by call instead (base, call,
  * base, call, …, each call timed on its own): there a lone round trip's time moves
  * with how the OS schedules client and server (the same raw script ran at 7.4k/s
@@ -53,7 +54,7 @@ import { startReplicatedRedis } from '../src/chaos/servers.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
 import { Telemetry } from '../src/lease/telemetry.ts';
 import { benchArgs, intArg } from './args.ts';
-import { alternate } from './compare.ts';
+import { alternate, spread } from './compare.ts';
 import { COMPARISONS, runComparison } from './comparisons.ts';
 
 const args = benchArgs(import.meta.filename, {
@@ -224,7 +225,7 @@ async function benchBackend(kind: 'postgres' | 'redis'): Promise<void> {
         }
         const ratio = median(ratios);
         console.log(
-          `${call.padEnd(18)}${String(inFlight).padStart(10)}${median(calls).toFixed(0).padStart(12)}${median(bases).toFixed(0).padStart(12)}${ratio.toFixed(2).padStart(7)}x${ratio < target ? `  (below the ${target} target)` : ''}`,
+          `${call.padEnd(18)}${String(inFlight).padStart(10)}${median(calls).toFixed(0).padStart(12)}${median(bases).toFixed(0).padStart(12)}${ratio.toFixed(2).padStart(7)}x${spread(ratios)}${ratio < target ? `  (below the ${target} target)` : ''}`,
         );
       }
     }

@@ -1,6 +1,6 @@
 /** The comparison benches' measurement: at 1 in flight the sides take turns call by call. */
 import { describe, expect, it } from 'vitest';
-import { alternate, type Call, type Contender, interleave } from '../../bench/compare.ts';
+import { alternate, type Call, type Contender, formatRow, interleave, spread } from '../../bench/compare.ts';
 
 /** A call that records its side in `log` and answers on the next macrotask, like a round trip. */
 const side =
@@ -43,6 +43,8 @@ describe('interleave', () => {
       ['x', 1],
     ]);
     expect(rows[0]!.ratio).toBe(1);
+    expect(rows[0]!.ratios).toEqual([]);
+    expect(rows[1]!.ratios).toHaveLength(2);
     expect(rows[1]!.ratio).toBeGreaterThan(0);
   });
 
@@ -51,5 +53,16 @@ describe('interleave', () => {
     const contender = (name: string): Contender => ({ name, prepare: async () => side(name, log) });
     await interleave(contender('base'), [contender('x')], { ops: 4, inFlight: 2, rounds: 1 });
     expect(log).toEqual(['base', 'base', 'base', 'base', 'x', 'x', 'x', 'x', 'base', 'base', 'base', 'base']);
+  });
+});
+
+describe('spread', () => {
+  it("prints the rounds' lowest and highest ratio, and nothing for a single round", () => {
+    expect(spread([0.9, 0.7, 0.8])).toBe('  0.70–0.90');
+    expect(spread([0.8])).toBe('');
+    expect(spread([])).toBe('');
+    const row = { name: 'x', inFlight: 64, rate: 1000, cpuUs: 12.5, ratio: 0.8, ratios: [0.9, 0.7, 0.8] };
+    expect(formatRow(row, 1.2)).toMatch(/0\.80x {2}0\.70–0\.90 {2}\(below the 1\.2 target\)$/);
+    expect(formatRow({ ...row, ratio: 1, ratios: [] })).toMatch(/1\.00x$/);
   });
 });
