@@ -68,7 +68,10 @@ export function nextStatusChangeAt(
   return future.length === 0 ? null : Math.min(...future);
 }
 
-/** A consumer group's membership lease (src/lease/group.ts), which is never `stuck`. */
+/**
+ * A consumer group's membership lease (src/lease/group.ts), which is never `stuck`. The prefix test
+ * comes first: statuses are derived for every row on every render, the pattern only for group ids.
+ */
 function isMembership(row: Pick<LeaseRow, 'workId'>): boolean {
   return row.workId.startsWith('group:') && parseMemberWorkId(row.workId) !== null;
 }

@@ -49,10 +49,11 @@
  *
  * Dataset identity (layout 3). Migration writes a random dataset id into the
  * meta key and into every bucket's `id` key, in the bucket's own slot, and then
- * marks the meta key `ready`. Every script checks its bucket's `id` against the
+ * marks the meta key `ready`. Every call checks its bucket's `id` against the
  * id the backend read when it opened (the calls that carry a lease only when
- * they would refuse it: scripts.ts, REFUSE) and refuses (`LOST` →
- * DATASET_LOST) when it is missing or different: a Redis restarted without persistence, a
+ * they would refuse it, on the client, from the id their refusal carries:
+ * scripts.ts, REFUSE) and fails with DATASET_LOST when it is missing or
+ * different: a Redis restarted without persistence, a
  * FLUSHALL, or one Cluster master that came back empty is noticed by the very
  * next call on it, instead of handing out tokens again from scratch. Only
  * opening migrates, and opening refuses (DATASET_LOST) a prefix whose meta key

@@ -272,16 +272,13 @@ export class Sender {
    * array (not spread into two more), the key count is a string made once per script.
    */
   async runIn<T>(op: string, sc: Script, b: number, keys: Arg[], args: Arg[], buffers = false): Promise<T> {
-    const a = this.frame(sc, keys, args);
-    a.splice(2 + keys.length, 0, this.layout.id[b]!);
-    a.push(this.dataset);
+    const a = this.frame(sc, keys, args, this.layout.id[b]!, this.dataset);
     return this.checkLost<T>(op, b, await this.send<T>(op, 'evalsha', a, buffers));
   }
 
   /** acquire's form of {@link runIn}: the script builds the `id` key itself (scripts.ts, ACQUIRE_IDENTITY). */
   async runChecked<T>(op: string, sc: Script, b: number, keys: Arg[], args: Arg[]): Promise<T> {
-    const a = this.frame(sc, keys, args);
-    a.push(this.dataset);
+    const a = this.frame(sc, keys, args, undefined, this.dataset);
     return this.checkLost<T>(op, b, await this.send<T>(op, 'evalsha', a));
   }
 
@@ -299,10 +296,13 @@ export class Sender {
     return reply;
   }
 
-  private frame(sc: Script, keys: Arg[], args: Arg[]): Arg[] {
+  /** The EVALSHA arguments: sha, key count, `keys` then `lastKey`, `args` then `lastArg`. */
+  private frame(sc: Script, keys: Arg[], args: Arg[], lastKey?: Arg, lastArg?: Arg): Arg[] {
     const a: Arg[] = [sc.sha, sc.keyCount];
     for (let i = 0; i < keys.length; i++) a.push(keys[i]!);
+    if (lastKey !== undefined) a.push(lastKey);
     for (let i = 0; i < args.length; i++) a.push(args[i]!);
+    if (lastArg !== undefined) a.push(lastArg);
     return a;
   }
 
