@@ -208,9 +208,10 @@ function split(
  * others): the last key is the bucket's `id` key, the last argument the dataset id the backend
  * opened. Costs one GET (≈ 1.3 µs).
  */
-const IDENTITY = `
-local dataset = redis.call('GET', KEYS[#KEYS])
+const identity = (idKey: string): string => `
+local dataset = redis.call('GET', ${idKey})
 if dataset ~= ARGV[#ARGV] then return {'LOST', dataset} end`;
+const IDENTITY = identity('KEYS[#KEYS]');
 
 /** The Lua expression of the bucket key `suffix` (layout.ts), built from KEYS[1] (`<bucket>:m`). */
 const key = (suffix: string): string => `string.sub(KEYS[1], 1, -2) .. ${suffix}`;
@@ -219,9 +220,7 @@ const key = (suffix: string): string => `string.sub(KEYS[1], 1, -2) .. ${suffix}
  * acquire's {@link IDENTITY}: the same check on the id key built from KEYS[1] (see Keys a script
  * builds, above): the check reads before the script writes, and declaring the key cost as much.
  */
-const ACQUIRE_IDENTITY = `
-local dataset = redis.call('GET', ${key("'id'")})
-if dataset ~= ARGV[#ARGV] then return {'LOST', dataset} end`;
+const ACQUIRE_IDENTITY = identity(key("'id'"));
 
 /**
  * The statement that ends a call carrying a lease (its work id and token) with a refusal: the array
