@@ -439,6 +439,36 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
       }
     });
 
+  if (!cluster)
+    it('hands the socket the checkpoint bytes themselves, not a copy, while others are in flight; they arrive byte-exact', async () => {
+      const { b } = await h.open();
+      const recs = await Promise.all(Array.from({ length: 32 }, (_, i) => b.acquire(`zc-${i}`, 'h', LIVE)));
+      // Every byte value, in a different order per lease, so a mangled or swapped state shows.
+      const states = recs.map((_, i) =>
+        Buffer.from(Array.from({ length: 1024 }, (_, k) => (k * 7 + i) % 256)),
+      );
+      const proto = net.Socket.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+      const writev = proto._writev!;
+      const sent = new Set<unknown>();
+      proto._writev = function (this: unknown, ...a: unknown[]) {
+        for (const c of a[0] as Array<{ chunk: unknown }>) sent.add(c.chunk);
+        return writev.apply(this, a);
+      };
+      try {
+        await Promise.all(recs.map((r, i) => b.checkpoint(r, states[i]!, LIVE)));
+      } finally {
+        proto._writev = writev;
+      }
+      // The first call is written at once, uncorked, as one frame (a copy); the 31 sent while it
+      // was in flight go into the cork, and their state buffers are handed to the socket as they are.
+      expect(states.filter((s) => sent.has(s))).toHaveLength(31);
+      expect(sent.has(states[0])).toBe(false);
+      for (const [i, r] of recs.entries()) {
+        const read = await b.readCheckpoint(r);
+        expect(Buffer.from(read.state!).equals(states[i]!)).toBe(true);
+      }
+    });
+
   it('keeps two prefixes apart', async () => {
     const { b: one, prefix: p1 } = await h.open();
     const { b: two, prefix: p2 } = await h.open();
