@@ -29,6 +29,9 @@
  * renew writes: the HOT share of renews alone and its WAL bytes right after a 1 KiB checkpoint
  * beside the raw upsert's.
  *
+ * Redis also prints each call's server time beside the raw script's (INFO commandstats), at 1 and
+ * 64 in flight: the part of a ratio that no client-side work can recover.
+ *
  * Then the cost of instrumentation: renew and checkpoint on a backend opened with an
  * OpenTelemetry meter provider (the SDK's, with a reader) against the same backend opened
  * without one, in alternating rounds; the target is at most 5 % fewer calls per second.
@@ -230,9 +233,60 @@ async function benchBackend(kind: 'postgres' | 'redis'): Promise<void> {
       }
     }
     if (kind === 'postgres') await printHot(url, ns);
+    else await printServerTimes(url, backend, baseline);
   } finally {
     await baseline.close();
     await cleanup(kind, url, ns, backend);
+  }
+}
+
+/**
+ * Redis: the server's time per call, beside the raw script's, so a reader can tell the server's
+ * share of a ratio above from the client's. Each figure is `usec / calls` of the EVALSHA line of
+ * INFO commandstats read around a pass of that call alone (400 calls at 1 in flight, `--ops` at
+ * 64), median of `--rounds` passes; EVALSHAs of other clients of a shared server during a pass
+ * count too. At 1 in flight the server runs each call from cold caches after waiting for it, so
+ * every figure there is larger than at 64.
+ */
+async function printServerTimes(url: string, backend: LeaseBackend, baseline: Baseline): Promise<void> {
+  const stats = new Redis(url);
+  const evalsha = async (): Promise<[number, number]> => {
+    const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await stats.info('commandstats'));
+    return m === null ? [0, 0] : [Number(m[1]), Number(m[2])];
+  };
+  try {
+    console.log(`\nredis server time per call (INFO commandstats, EVALSHA), median of ${ROUNDS}`);
+    console.log(
+      `${'call'.padEnd(18)}${'in flight'.padStart(10)}${'call us'.padStart(10)}${'raw us'.padStart(9)}${'extra us'.padStart(10)}`,
+    );
+    let tagNo = 0;
+    for (const call of CALLS) {
+      for (const inFlight of CONCURRENCY) {
+        const ops = inFlight === 1 ? 400 : OPS;
+        const times: number[] = [];
+        const raws: number[] = [];
+        for (let r = 0; r < ROUNDS; r++) {
+          const fn = await prepare(backend, call, `s${tagNo++}`, ops, inFlight);
+          for (const [out, f] of [
+            [raws, (i: number) => baseline.run(i)],
+            [times, fn],
+          ] as const) {
+            const [c0, u0] = await evalsha();
+            await rate(ops, inFlight, f);
+            const [c1, u1] = await evalsha();
+            // The INFO call between passes is not an EVALSHA, so the difference is this pass alone.
+            out.push((u1 - u0) / Math.max(1, c1 - c0));
+          }
+        }
+        const t = median(times);
+        const raw = median(raws);
+        console.log(
+          `${call.padEnd(18)}${String(inFlight).padStart(10)}${t.toFixed(1).padStart(10)}${raw.toFixed(1).padStart(9)}${(t - raw).toFixed(1).padStart(10)}`,
+        );
+      }
+    }
+  } finally {
+    stats.disconnect();
   }
 }
 
