@@ -25,7 +25,16 @@ import Redlock from 'redlock';
 import { openBackend } from '../src/index.ts';
 import { benchArgs, intArg } from './args.ts';
 import { unlinkPrefix } from './cleanup.ts';
-import { type Contender, formatRow, header, interleave, isMain, loadText, measure } from './compare.ts';
+import {
+  type Contender,
+  formatRow,
+  header,
+  interleave,
+  isMain,
+  loadText,
+  measure,
+  median,
+} from './compare.ts';
 
 const TTL_MS = 60_000;
 const REDLOCK_VERSION = (createRequire(import.meta.url)('redlock/package.json') as { version: string })
@@ -70,11 +79,60 @@ export async function benchRedlock(opts: { url: string; rounds: number; ops: num
       console.log(formatRow(rows[0]!));
       console.log(formatRow(rows[1]!, TARGET));
     }
+    await printSplit(opts.url, [node, worklease], opts.rounds);
     console.log(`load average ${loadText()}`);
   } finally {
     await backend.close();
     client.disconnect();
     await unlinkPrefix(opts.url, ns);
+  }
+}
+
+/**
+ * Where a cycle's time goes at 1 in flight: its wall time, the server's part of it (the EVALSHA
+ * line of INFO commandstats, usec over the pass's cycles) and the rest (client, network, waking
+ * up), median of `rounds` passes of 400 cycles of each side alone, alternating. Both sides make
+ * two round trips per cycle, so the rest is about the same on both, and worklease reaches the
+ * target only if its cycle takes under 1 / 1.2 of redlock's: the line under the table says how
+ * many µs of server time per cycle that would leave it.
+ */
+async function printSplit(url: string, sides: readonly Contender[], rounds: number): Promise<void> {
+  const stats = new Redis(url);
+  const evalsha = async (): Promise<[number, number]> => {
+    const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await stats.info('commandstats'));
+    return m === null ? [0, 0] : [Number(m[1]), Number(m[2])];
+  };
+  try {
+    const ops = 400;
+    const wall = sides.map(() => [] as number[]);
+    const server = sides.map(() => [] as number[]);
+    for (let r = 0; r < rounds; r++) {
+      for (const [k, side] of sides.entries()) {
+        const call = await side.prepare(ops, 1);
+        const [, u0] = await evalsha();
+        const m = await measure(ops, 1, call);
+        const [, u1] = await evalsha();
+        wall[k]!.push(1e6 / m.rate);
+        server[k]!.push((u1 - u0) / ops);
+      }
+    }
+    console.log(`\nper cycle at 1 in flight, median of ${rounds} passes of ${ops}`);
+    console.log(
+      `${'cycle'.padEnd(28)}${'us'.padStart(8)}${'server us'.padStart(11)}${'rest us'.padStart(9)}`,
+    );
+    for (const [k, side] of sides.entries()) {
+      const w = median(wall[k]!);
+      const sv = median(server[k]!);
+      console.log(
+        `${side.name.padEnd(28)}${w.toFixed(0).padStart(8)}${sv.toFixed(1).padStart(11)}${(w - sv).toFixed(0).padStart(9)}`,
+      );
+    }
+    const budget = median(wall[0]!) / TARGET - (median(wall[1]!) - median(server[1]!));
+    console.log(
+      `at ${TARGET}x redlock a worklease cycle may take ${(median(wall[0]!) / TARGET).toFixed(0)} us: with its rest as measured, ${budget.toFixed(0)} us of server time per cycle (measured: ${median(server[1]!).toFixed(1)})`,
+    );
+  } finally {
+    stats.disconnect();
   }
 }
 
