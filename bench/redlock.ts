@@ -13,7 +13,8 @@
  * Rounds alternate redlock, worklease, redlock; the ratio is worklease's cycles per second
  * over the mean of the two redlock rates around it, median of `--rounds` (of the per-round
  * ratios, so it can differ from the ratio of the median rates); the target is at
- * least 1.2x. `cpu us/call` is this process's CPU time (user + system) per cycle. Keys live
+ * least 1.2x. `cpu us/call` is this process's CPU time (user + system) per cycle. A second table
+ * splits a cycle at 1 in flight into the server's time and the rest ({@link printSplit}). Keys live
  * under a random `bench_…` prefix, removed at the end.
  *
  * Usage: npm run bench:redlock -- [--redis <url>] [--rounds 3] [--ops 2000]
