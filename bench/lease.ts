@@ -59,6 +59,7 @@ import { Telemetry } from '../src/lease/telemetry.ts';
 import { benchArgs, intArg } from './args.ts';
 import { alternate, spread } from './compare.ts';
 import { COMPARISONS, runComparison } from './comparisons.ts';
+import { scriptTimes } from './server-time.ts';
 
 const args = benchArgs(import.meta.filename, {
   backends: { type: 'string', default: 'postgres,redis,redis-wait,redlock,redis-clients,pg-clients' },
@@ -249,11 +250,7 @@ async function benchBackend(kind: 'postgres' | 'redis'): Promise<void> {
  * every figure there is larger than at 64.
  */
 async function printServerTimes(url: string, backend: LeaseBackend, baseline: Baseline): Promise<void> {
-  const stats = new Redis(url);
-  const evalsha = async (): Promise<[number, number]> => {
-    const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await stats.info('commandstats'));
-    return m === null ? [0, 0] : [Number(m[1]), Number(m[2])];
-  };
+  const stats = scriptTimes(url);
   try {
     console.log(`\nredis server time per call (INFO commandstats, EVALSHA), median of ${ROUNDS}`);
     console.log(
@@ -271,11 +268,10 @@ async function printServerTimes(url: string, backend: LeaseBackend, baseline: Ba
             [raws, (i: number) => baseline.run(i)],
             [times, fn],
           ] as const) {
-            const [c0, u0] = await evalsha();
+            const t0 = await stats.read();
             await rate(ops, inFlight, f);
-            const [c1, u1] = await evalsha();
-            // The INFO call between passes is not an EVALSHA, so the difference is this pass alone.
-            out.push((u1 - u0) / Math.max(1, c1 - c0));
+            const t1 = await stats.read();
+            out.push((t1.usec - t0.usec) / Math.max(1, t1.calls - t0.calls));
           }
         }
         const t = median(times);
@@ -286,7 +282,7 @@ async function printServerTimes(url: string, backend: LeaseBackend, baseline: Ba
       }
     }
   } finally {
-    stats.disconnect();
+    stats.close();
   }
 }
 

@@ -36,6 +36,7 @@ import {
   measure,
   median,
 } from './compare.ts';
+import { scriptTimes } from './server-time.ts';
 
 const TTL_MS = 60_000;
 const REDLOCK_VERSION = (createRequire(import.meta.url)('redlock/package.json') as { version: string })
@@ -98,11 +99,7 @@ export async function benchRedlock(opts: { url: string; rounds: number; ops: num
  * many µs of server time per cycle that would leave it.
  */
 async function printSplit(url: string, sides: readonly Contender[], rounds: number): Promise<void> {
-  const stats = new Redis(url);
-  const evalsha = async (): Promise<[number, number]> => {
-    const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(await stats.info('commandstats'));
-    return m === null ? [0, 0] : [Number(m[1]), Number(m[2])];
-  };
+  const stats = scriptTimes(url);
   try {
     const ops = 400;
     const wall = sides.map(() => [] as number[]);
@@ -110,11 +107,11 @@ async function printSplit(url: string, sides: readonly Contender[], rounds: numb
     for (let r = 0; r < rounds; r++) {
       for (const [k, side] of sides.entries()) {
         const call = await side.prepare(ops, 1);
-        const [, u0] = await evalsha();
+        const t0 = await stats.read();
         const m = await measure(ops, 1, call);
-        const [, u1] = await evalsha();
+        const t1 = await stats.read();
         wall[k]!.push(1e6 / m.rate);
-        server[k]!.push((u1 - u0) / ops);
+        server[k]!.push((t1.usec - t0.usec) / ops);
       }
     }
     console.log(`\nper cycle at 1 in flight, median of ${rounds} passes of ${ops}`);
@@ -133,7 +130,7 @@ async function printSplit(url: string, sides: readonly Contender[], rounds: numb
       `at ${TARGET}x redlock a worklease cycle may take ${(median(wall[0]!) / TARGET).toFixed(0)} us: with its rest as measured, ${budget.toFixed(0)} us of server time per cycle (measured: ${median(server[1]!).toFixed(1)})`,
     );
   } finally {
-    stats.disconnect();
+    stats.close();
   }
 }
 

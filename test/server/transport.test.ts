@@ -15,6 +15,7 @@ import { CLOSE_RESYNC } from '../../src/console/api.ts';
 import { checkTokenStrength } from '../../src/server/auth.ts';
 import { parseServeConfig } from '../../src/server/config.ts';
 import { startWebServer, type WebServer, type WebServerOptions } from '../../src/server/index.ts';
+import { leaseRow } from '../console/helpers.ts';
 
 const conn: ConnectionInfo = {
   id: 'c1',
@@ -30,23 +31,15 @@ const conn: ConnectionInfo = {
   error: null,
 };
 
-const row = (i: number): LeaseRow => ({
-  workId: `job-${i}-${'x'.repeat(200)}`,
-  holderId: 'w',
-  fencingToken: '1',
-  expiresAt: 0,
-  ttlMs: 1000,
-  stepId: null,
-  acquiredAt: 0,
-  renewedAt: null,
-  checkpointedAt: null,
-  releasedAt: null,
-  checkpointSize: null,
-  cleanHandoff: true,
-  predecessorEnd: 'none',
-  ended: null,
-  version: String(i),
-});
+const row = (i: number): LeaseRow =>
+  leaseRow(0, {
+    workId: `job-${i}-${'x'.repeat(200)}`,
+    holderId: 'w',
+    expiresAt: 0,
+    ttlMs: 1000,
+    acquiredAt: 0,
+    version: String(i),
+  });
 
 function scriptedService(): WebServerOptions['service'] & { push(e: ConsoleEvent): void; seen: Caller[] } {
   const listeners = new Set<(e: ConsoleEvent) => void>();
