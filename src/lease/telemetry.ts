@@ -125,7 +125,14 @@ function outcomeOf(err: unknown): string {
 export class Telemetry {
   readonly logger: Logger;
   readonly #tracer: Tracer | null;
+  /**
+   * The API's global tracer provider when #tracer came from it, and the provider it forwards to
+   * until an SDK registers (the API's no-op one): see {@link Telemetry.call}.
+   */
+  readonly #proxy: { getDelegate(): TracerProvider } | null;
+  readonly #unregistered: TracerProvider | null;
   readonly #duration: Histogram | null;
+  readonly #silent: boolean;
   readonly #held: UpDownCounter | null;
   readonly #lag: Histogram | null;
   readonly #lost: Counter | null;
@@ -136,14 +143,20 @@ export class Telemetry {
 
   constructor(backendKind: string, options: TelemetryOptions = {}) {
     this.logger = options.logger ?? silent;
+    this.#silent = this.logger === silent;
     this.#backend = backendKind;
     const api = otel;
     const meterProvider =
       (options.meterProvider as MeterProvider | undefined) ?? api?.metrics.getMeterProvider();
     const tracerProvider =
       (options.tracerProvider as TracerProvider | undefined) ?? api?.trace.getTracerProvider();
-    const meter: Meter | null = meterProvider?.getMeter(NAME) ?? null;
+    // The API's no-op meter records nothing, now or later (a meter does not follow a provider
+    // registered after it was made), so it is dropped like an absent one.
+    const given: Meter | null = meterProvider?.getMeter(NAME) ?? null;
+    const meter = given !== null && given === api?.createNoopMeter() ? null : given;
     this.#tracer = tracerProvider?.getTracer(NAME) ?? null;
+    this.#proxy = api !== null && tracerProvider instanceof api.ProxyTracerProvider ? tracerProvider : null;
+    this.#unregistered = api === null ? null : new api.ProxyTracerProvider().getDelegate();
     const seconds = (name: string, description: string, buckets = DURATION_BUCKETS): Histogram | null =>
       meter?.createHistogram(name, {
         description,
@@ -183,17 +196,26 @@ export class Telemetry {
     return a;
   }
 
-  /** Runs one lease call inside a span and records its duration and outcome. */
+  /**
+   * Runs one lease call inside a span and records its duration and outcome. With nothing to
+   * record it (no meter, no tracer or the global one before an SDK registers, no logger) it
+   * returns the call's own promise: the no-op span, the clock reads and the extra promise cost
+   * 10–15 us of a PostgreSQL renew's ~450 at 1 in flight, where the client's caches are cold
+   * (20 000 interleaved renews with and without them, the time from the call to its query). The
+   * global provider is asked on every call, so an SDK registered later is traced from then on.
+   */
   call<T>(call: string, workId: string | undefined, run: () => Promise<T>): Promise<T> {
-    const span =
-      this.#tracer === null
-        ? undefined
-        : this.#tracer.startSpan(`worklease.${call}`, {
-            attributes:
-              workId === undefined
-                ? { 'worklease.backend': this.#backend }
-                : { 'worklease.work_id': workId, 'worklease.backend': this.#backend },
-          });
+    const tracing =
+      this.#tracer !== null && (this.#proxy === null || this.#proxy.getDelegate() !== this.#unregistered);
+    if (!tracing && this.#duration === null && this.#silent) return run();
+    const span = !tracing
+      ? undefined
+      : this.#tracer!.startSpan(`worklease.${call}`, {
+          attributes:
+            workId === undefined
+              ? { 'worklease.backend': this.#backend }
+              : { 'worklease.work_id': workId, 'worklease.backend': this.#backend },
+        });
     const start = performance.now();
     // then() rather than an async function: one promise less per call on the hot path.
     return run().then(

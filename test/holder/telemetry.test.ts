@@ -4,6 +4,7 @@
  * lag, losses by reason) and the logger hook, against a real backend with the
  * OpenTelemetry SDK configured through the open options.
  */
+import { trace } from '@opentelemetry/api';
 import { MeterProvider, MetricReader, type ResourceMetrics } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
@@ -18,6 +19,7 @@ import {
   LeaseHeldError,
   openBackend,
 } from '../../src/index.ts';
+import { Telemetry, telemetryReady } from '../../src/lease/telemetry.ts';
 
 class TestReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
@@ -136,5 +138,40 @@ describe('telemetry on pglite', () => {
     } finally {
       await plain.close();
     }
+  });
+});
+
+describe('telemetry with the global providers and no SDK', () => {
+  it('adds nothing to a call (its own promise comes back), and traces from the moment an SDK registers', async () => {
+    await telemetryReady;
+    const t = new Telemetry('pglite');
+    const done = Promise.resolve('value');
+    // Nothing would be recorded: no span, no clock read, no promise of its own.
+    expect(t.call('renew', 'w-1', () => done)).toBe(done);
+
+    const spans = new InMemorySpanExporter();
+    const sdk = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+    expect(trace.setGlobalTracerProvider(sdk)).toBe(true);
+    try {
+      const traced = t.call('renew', 'w-1', () => done);
+      expect(traced).not.toBe(done);
+      await expect(traced).resolves.toBe('value');
+      expect(spans.getFinishedSpans().map((s) => [s.name, s.attributes['worklease.outcome']])).toEqual([
+        ['worklease.renew', 'ok'],
+      ]);
+    } finally {
+      trace.disable();
+    }
+  });
+
+  it('still logs a failed call when only a logger is given', async () => {
+    await telemetryReady;
+    const logged: string[] = [];
+    const quiet = () => {};
+    const t = new Telemetry('pglite', {
+      logger: { debug: (_o, msg) => logged.push(msg), info: quiet, warn: quiet, error: quiet },
+    });
+    await expect(t.call('renew', 'w-1', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    expect(logged).toEqual(['worklease renew failed']);
   });
 });
