@@ -11,8 +11,9 @@ import { openPostgres } from '../../src/backends/postgres/index.ts';
 import { LATEST_VERSION, MIGRATIONS, pendingMigrations } from '../../src/backends/sql/migrations.ts';
 import { changeScanParams, decodeChangeCursor } from '../../src/backends/sql/rows.ts';
 import { buildStatements } from '../../src/backends/sql/statements.ts';
-import type { LeaseBackend, LeaseChange, LeaseRecord, OpenOptions } from '../../src/index.ts';
+import type { LeaseBackend, LeaseChange, LeaseRecord, OpenOptions, WorkleaseError } from '../../src/index.ts';
 import { codeOf, PG_URL, uniqueNamespace } from '../support/backends.ts';
+import { startProxy } from '../support/proxy.ts';
 import { expectLeaseInfoReadsAgree } from './sql-lease-info.ts';
 
 const schemas: string[] = [];
@@ -285,6 +286,40 @@ describe('connections', () => {
     }
     // The pool (size 1) is usable again.
     expect((await b.renew(rec, 30_000)).fencingToken).toBe(rec.fencingToken);
+  });
+
+  it('fails every call in flight soon after callTimeoutMs when the server stops answering, then recovers', async () => {
+    const schema = newSchema();
+    const proxy = await startProxy('127.0.0.1', Number(new URL(PG_URL).port || 5432));
+    try {
+      const b = await openPostgres(proxy.rewrite(PG_URL), { schema, poolSize: 4, callTimeoutMs: 400 });
+      backends.push(b);
+      const recs = await Promise.all([0, 1, 2, 3].map((i) => b.acquire(`wire-${i}`, 'h', 30_000)));
+      proxy.blackhole();
+      const started = Date.now();
+      const failed = await Promise.all(
+        recs.map((r) =>
+          b.renew(r, 30_000).then(
+            () => null,
+            (e: unknown) => ({ e: e as WorkleaseError, ms: Date.now() - started }),
+          ),
+        ),
+      );
+      for (const f of failed) {
+        expect(f?.e.code).toBe('BACKEND_UNAVAILABLE');
+        expect(f?.e.message).toContain('within 400 ms');
+        // The deadline is swept every 40 ms (a tenth of the timeout): late by at most a tick.
+        expect(f?.ms).toBeGreaterThanOrEqual(395);
+        expect(f?.ms).toBeLessThan(2000);
+      }
+      proxy.restore();
+      // The stalled connections were destroyed, not reused: the next calls run on fresh ones.
+      const renewed = await Promise.all(recs.map((r) => b.renew(r, 30_000)));
+      expect(renewed.map((r) => r.fencingToken)).toEqual(recs.map((r) => r.fencingToken));
+    } finally {
+      proxy.restore();
+      await proxy.close();
+    }
   });
 
   it('refuses an unreachable server with BACKEND_UNAVAILABLE', async () => {

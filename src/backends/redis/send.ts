@@ -11,6 +11,7 @@ import type { TLSSocket } from 'node:tls';
 import { Command, type Redis } from 'ioredis';
 import { BackendUnavailableError, DatasetLostError, NotDurableError } from '../../lease/errors.ts';
 import type { ResolvedOptions } from '../common.ts';
+import { DeadlineWatch, tickFor } from '../deadlines.ts';
 import type { RedisClient, RedisTarget } from './connection.ts';
 import { classifyRedisError } from './errors.ts';
 import { DEFAULT_BUCKETS, Layout } from './layout.ts';
@@ -112,51 +113,17 @@ class TrackedCommand extends Command {
   }
 }
 
-/**
- * Times out commands at their call deadline. One coarse timer for all calls in flight instead of
- * ioredis' timer per command (`commandTimeout`), which costs more than the rest of a call's
- * client-side work; a call fails at most `tickMs` after its deadline.
- */
-class Watchdog {
-  private readonly pending = new Set<TrackedCommand>();
-  private timer: NodeJS.Timeout | null = null;
-
-  constructor(private readonly tickMs: number) {}
-
-  /** Commands handed to the client and not yet answered or timed out. */
-  get size(): number {
-    return this.pending.size;
-  }
-
-  add(cmd: TrackedCommand): void {
-    this.pending.add(cmd);
-    if (this.timer === null) {
-      this.timer = setInterval(() => this.sweep(), this.tickMs);
-      this.timer.unref();
-    }
-  }
-
-  delete(cmd: TrackedCommand): void {
-    this.pending.delete(cmd);
-  }
-
-  private sweep(): void {
-    const now = Date.now();
-    for (const cmd of this.pending) {
-      if (cmd.deadline > now) continue;
-      this.pending.delete(cmd);
-      cmd.abandoned = true;
-      cmd.reject(new Error('Command timed out'));
-    }
-    if (this.pending.size === 0 && this.timer !== null) {
-      clearInterval(this.timer);
-      this.timer = null;
-    }
-  }
-}
-
 /** Writes a cork holds before it flushes them (see {@link Sender.cork}). */
 const CORK_BATCH = 8;
+
+/**
+ * Gives up on a command at its deadline: it fails now, and if it still sits in a queue it is written
+ * as a PING (TrackedCommand.toWritable), so it can never be applied late.
+ */
+function abandon(cmd: TrackedCommand): void {
+  cmd.abandoned = true;
+  cmd.reject(new Error('Command timed out'));
+}
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -179,7 +146,8 @@ export class Sender {
   /** The socket corked until the end of this tick ({@link cork}), and the writes it holds. */
   private corkedStream: Socket | TLSSocket | null = null;
   private held = 0;
-  private readonly watchdog: Watchdog;
+  /** Times out commands at their call deadline, with one coarse timer (deadlines.ts). */
+  private readonly watchdog: DeadlineWatch<TrackedCommand>;
 
   constructor(
     readonly client: RedisClient,
@@ -189,7 +157,7 @@ export class Sender {
     this.prefix = options.keyPrefix;
     this.callTimeoutMs = options.callTimeoutMs;
     this.layout = new Layout(this.prefix, DEFAULT_BUCKETS);
-    this.watchdog = new Watchdog(Math.max(5, Math.min(100, Math.floor(this.callTimeoutMs / 10))));
+    this.watchdog = new DeadlineWatch<TrackedCommand>(tickFor(this.callTimeoutMs), abandon);
     this.kind = target.kind;
     this.url = target.redacted;
   }
