@@ -1,12 +1,14 @@
 /**
  * The comparison benches that `npm run bench` runs beside its own tables, by `--backends` name:
- * `redlock` (bench/redlock.ts), `redis-clients` and `pg-clients` (bench/clients.ts). Each also
- * runs alone (`npm run bench:redlock`, `npm run bench:clients`).
+ * `redlock` (bench/redlock.ts), `redis-clients` and `pg-clients` (bench/clients.ts), `overhead`
+ * (bench/overhead.ts, not in the default list). Each also runs alone (`npm run bench:redlock`,
+ * `npm run bench:clients`, `npm run bench:overhead`).
  */
 import { benchPgClients, benchRedisClients } from './clients.ts';
+import { benchOverhead } from './overhead.ts';
 import { benchRedlock } from './redlock.ts';
 
-export const COMPARISONS = ['redlock', 'redis-clients', 'pg-clients'] as const;
+export const COMPARISONS = ['redlock', 'redis-clients', 'pg-clients', 'overhead'] as const;
 
 interface Options {
   redis: string;
@@ -25,6 +27,8 @@ export async function runComparison(kind: string, o: Options): Promise<boolean> 
   const opts = { rounds: o.rounds, ops: o.ops };
   if (kind === 'redlock') await benchRedlock({ ...opts, url: o.redis });
   else if (kind === 'redis-clients') await benchRedisClients({ ...opts, url: o.redis });
+  else if (kind === 'overhead')
+    await benchOverhead({ ...opts, pg: o.pg, redis: o.redis, backends: ['postgres', 'redis'] });
   else await benchPgClients({ ...opts, url: o.pg, pool: o.pool });
   return true;
 }

@@ -14,6 +14,7 @@ const OPTIONS: Record<string, string[]> = {
   'growth.ts': NOWHERE,
   'clients.ts': NOWHERE,
   'redlock.ts': ['--redis', 'redis://127.0.0.1:1'],
+  'overhead.ts': NOWHERE,
 };
 
 async function bench(
@@ -36,6 +37,7 @@ describe.each([
   ['growth.ts', 'Usage: npm run bench:growth -- [--backends redis,postgres] [--sizes'],
   ['redlock.ts', 'Usage: npm run bench:redlock -- [--redis <url>]'],
   ['clients.ts', 'Usage: npm run bench:clients -- [--backends redis,postgres]'],
+  ['overhead.ts', 'Usage: npm run bench:overhead -- [--pg <url>] [--redis <url>]'],
 ])('%s', (script, usage) => {
   it('--help prints the script header, its usage included, and exits 0', async () => {
     const r = await bench(script, '--help');
@@ -56,6 +58,14 @@ describe.each([
     const r = await bench(script, '--rounds', '0', ...OPTIONS[script]!);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--rounds must be an integer >= 1, got 0');
+  });
+});
+
+describe('overhead.ts backends', () => {
+  it('an unknown backend exits 2 naming it', async () => {
+    const r = await bench('overhead.ts', '--backends', 'postgres,mysql', ...NOWHERE);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--backends: unknown backend mysql (postgres, redis)');
   });
 });
 
