@@ -199,9 +199,9 @@ export class Telemetry {
   /**
    * Runs one lease call inside a span and records its duration and outcome. With nothing to
    * record it (no meter, no tracer or the global one before an SDK registers, no logger) it
-   * returns the call's own promise: the no-op span, the clock reads and the extra promise cost
-   * 10–15 us of a PostgreSQL renew's ~450 at 1 in flight, where the client's caches are cold
-   * (20 000 interleaved renews with and without them, the time from the call to its query). The
+   * returns the call's own promise. At 1 in flight, where the client's caches are cold between
+   * round trips, a PostgreSQL renew took 25.5 us from the call to reaching its driver with the
+   * no-op span and 14.9 without (medians of 2 000 renews of each, taking turns, one run). The
    * global provider is asked on every call, so an SDK registered later is traced from then on.
    */
   call<T>(call: string, workId: string | undefined, run: () => Promise<T>): Promise<T> {
