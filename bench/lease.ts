@@ -59,6 +59,7 @@ import { startReplicatedRedis } from '../src/chaos/servers.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
 import { Telemetry } from '../src/lease/telemetry.ts';
 import { benchArgs, intArg } from './args.ts';
+import { type Baseline, pgBaseline, redisBaseline } from './baselines.ts';
 import { alternate, spread } from './compare.ts';
 import { COMPARISONS, runComparison } from './comparisons.ts';
 import { scriptTimes } from './server-time.ts';
@@ -105,50 +106,6 @@ const median = (xs: number[]): number => {
   return s[Math.floor(s.length / 2)] ?? Number.NaN;
 };
 
-interface Baseline {
-  run(i: number): Promise<unknown>;
-  close(): Promise<void>;
-}
-
-async function pgBaseline(url: string, schema: string): Promise<Baseline> {
-  const pool = new pg.Pool({ connectionString: url, max: POOL });
-  pool.on('error', () => {});
-  await pool.query(
-    `CREATE TABLE ${schema}.bench_raw (id text PRIMARY KEY, n bigint NOT NULL, at timestamptz NOT NULL)`,
-  );
-  return {
-    run: (i) =>
-      pool.query({
-        name: 'bench-raw-upsert',
-        text: `INSERT INTO ${schema}.bench_raw (id, n, at) VALUES ($1, 1, clock_timestamp())
-               ON CONFLICT (id) DO UPDATE SET n = bench_raw.n + 1, at = clock_timestamp() RETURNING *`,
-        values: [`k${i % 64}`],
-      }),
-    close: () => pool.end(),
-  };
-}
-
-async function redisBaseline(url: string, prefix: string): Promise<Baseline> {
-  const redis = new Redis(url);
-  redis.defineCommand('benchRaw', {
-    numberOfKeys: 1,
-    lua: `local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0') + 1
-          redis.call('HSET', KEYS[1], 'n', n, 'at', ARGV[1])
-          return n`,
-  });
-  const call = (redis as unknown as { benchRaw(key: string, at: string): Promise<number> }).benchRaw.bind(
-    redis,
-  );
-  return {
-    run: (i) => call(`${prefix}:raw:${i % 64}`, String(i)),
-    close: async () => {
-      const keys = await redis.keys(`${prefix}:raw:*`);
-      if (keys.length > 0) await redis.del(...keys);
-      redis.disconnect();
-    },
-  };
-}
-
 type CallName = 'acquire' | 'renew' | 'checkpoint 1 KiB' | 'release' | 'readCheckpoint';
 
 /** Prepares `count` leases to operate on (untimed) and returns the timed call. */
@@ -193,7 +150,7 @@ async function benchBackend(kind: 'postgres' | 'redis'): Promise<void> {
     url,
     kind === 'postgres' ? { schema: ns, poolSize: POOL } : { keyPrefix: ns },
   );
-  const baseline = kind === 'postgres' ? await pgBaseline(url, ns) : await redisBaseline(url, ns);
+  const baseline = kind === 'postgres' ? await pgBaseline(url, ns, POOL) : await redisBaseline(url, ns);
   console.log(`\n${kind} (${backend.url}), pool ${POOL}, ${OPS} calls per measurement, median of ${ROUNDS}`);
   console.log(
     `${'call'.padEnd(18)}${'in flight'.padStart(10)}${'calls/s'.padStart(12)}${'baseline/s'.padStart(12)}${'ratio'.padStart(8)}`,

@@ -26,6 +26,7 @@ import { S } from '../src/backends/redis/send.ts';
 import { buildStatements } from '../src/backends/sql/statements.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
 import { benchArgs, intArg } from './args.ts';
+import { pgBaseline, redisBaseline } from './baselines.ts';
 import { dropSchema, unlinkPrefix } from './cleanup.ts';
 import { type Call, type Contender, interleave, isMain, loadText, spread } from './compare.ts';
 
@@ -41,50 +42,37 @@ interface Side {
 }
 
 async function postgresSide(url: string, ns: string): Promise<Side> {
+  const base = await pgBaseline(url, ns, 1);
   // The backend's plan mode (postgres/index.ts): generic plans for the CTE-shaped statements.
   const pool = new pg.Pool({
     connectionString: url,
     max: 1,
     options: '-c plan_cache_mode=force_generic_plan',
   });
-  await pool.query(
-    `CREATE TABLE ${ns}.bench_raw (id text PRIMARY KEY, n bigint NOT NULL, at timestamptz NOT NULL)`,
-  );
   const version = Number((await pool.query('SHOW server_version_num')).rows[0].server_version_num);
   const sql = buildStatements(ns, { serverVersionNum: version });
   return {
-    raw: () =>
-      pool.query({
-        name: 'bench-raw-upsert',
-        text: `INSERT INTO ${ns}.bench_raw (id, n, at) VALUES ($1, 1, clock_timestamp())
-               ON CONFLICT (id) DO UPDATE SET n = bench_raw.n + 1, at = clock_timestamp() RETURNING *`,
-        values: ['k'],
-      }),
+    raw: () => base.run(0),
     direct: (call, lease) => {
       const token = lease.fencingToken.toString();
       return call === 'renew'
         ? () => pool.query({ ...sql.renew, values: [lease.workId, token, TTL_MS] })
         : () => pool.query({ ...sql.checkpoint, values: [lease.workId, token, STATE_1K, TTL_MS] });
     },
-    close: () => pool.end(),
+    close: async () => {
+      await base.close();
+      await pool.end();
+    },
   };
 }
 
 async function redisSide(url: string, ns: string): Promise<Side> {
+  const base = await redisBaseline(url, ns);
   const redis = new Redis(url);
-  redis.defineCommand('benchRaw', {
-    numberOfKeys: 1,
-    lua: `local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0') + 1
-          redis.call('HSET', KEYS[1], 'n', n, 'at', ARGV[1])
-          return n`,
-  });
-  const raw = (redis as unknown as { benchRaw(key: string, at: string): Promise<number> }).benchRaw.bind(
-    redis,
-  );
   const buckets = Number(await redis.hget(`${ns}:meta`, 'buckets'));
   const layout = new Layout(ns, buckets);
   return {
-    raw: () => raw(`${ns}:raw`, '1'),
+    raw: () => base.run(0),
     direct: (call, lease) => {
       const b = layout.bucketOf(lease.workId);
       const token = lease.fencingToken.toString();
@@ -103,6 +91,7 @@ async function redisSide(url: string, ns: string): Promise<Side> {
             );
     },
     close: async () => {
+      await base.close();
       redis.disconnect();
     },
   };
