@@ -227,10 +227,8 @@ async function printServerTimes(url: string, backend: LeaseBackend, baseline: Ba
             [raws, (i: number) => baseline.run(i)],
             [times, fn],
           ] as const) {
-            const t0 = await stats.read();
-            await rate(ops, inFlight, f);
-            const t1 = await stats.read();
-            out.push((t1.usec - t0.usec) / Math.max(1, t1.calls - t0.calls));
+            const t = await stats.during(() => rate(ops, inFlight, f));
+            out.push(t.usec / Math.max(1, t.calls));
           }
         }
         const t = median(times);

@@ -107,11 +107,9 @@ async function printSplit(url: string, sides: readonly Contender[], rounds: numb
     for (let r = 0; r < rounds; r++) {
       for (const [k, side] of sides.entries()) {
         const call = await side.prepare(ops, 1);
-        const t0 = await stats.read();
-        const m = await measure(ops, 1, call);
-        const t1 = await stats.read();
-        wall[k]!.push(1e6 / m.rate);
-        server[k]!.push((t1.usec - t0.usec) / ops);
+        const t = await stats.during(() => measure(ops, 1, call));
+        wall[k]!.push(1e6 / t.result.rate);
+        server[k]!.push(t.usec / ops);
       }
     }
     console.log(`\nper cycle at 1 in flight, median of ${rounds} passes of ${ops}`);

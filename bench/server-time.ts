@@ -16,11 +16,23 @@ export function parseEvalsha(info: string): ScriptTime {
   return m === null ? { calls: 0, usec: 0 } : { calls: Number(m[1]), usec: Number(m[2]) };
 }
 
-/** A connection of its own that reads the server's EVALSHA totals; `close` ends it. */
-export function scriptTimes(url: string): { read(): Promise<ScriptTime>; close(): void } {
+/**
+ * A connection of its own to the server's EVALSHA totals: `during(pass)` runs the pass and returns
+ * its result with the EVALSHA calls and usec the server counted meanwhile; `close` ends the connection.
+ */
+export function scriptTimes(url: string): {
+  during<T>(pass: () => Promise<T>): Promise<ScriptTime & { result: T }>;
+  close(): void;
+} {
   const stats = new Redis(url);
+  const read = async (): Promise<ScriptTime> => parseEvalsha(await stats.info('commandstats'));
   return {
-    read: async () => parseEvalsha(await stats.info('commandstats')),
+    async during(pass) {
+      const t0 = await read();
+      const result = await pass();
+      const t1 = await read();
+      return { calls: t1.calls - t0.calls, usec: t1.usec - t0.usec, result };
+    },
     close: () => stats.disconnect(),
   };
 }

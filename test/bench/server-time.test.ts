@@ -1,6 +1,9 @@
 /** The benches' reading of the server's script time from INFO commandstats. */
+
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { parseEvalsha } from '../../bench/server-time.ts';
+import { parseEvalsha, scriptTimes } from '../../bench/server-time.ts';
+import { REDIS_URL } from '../support/backends.ts';
 
 describe('parseEvalsha', () => {
   it("reads the EVALSHA line's calls and usec, not another command's", () => {
@@ -18,5 +21,30 @@ describe('parseEvalsha', () => {
       calls: 0,
       usec: 0,
     });
+  });
+});
+
+describe('scriptTimes', () => {
+  it("counts the pass's EVALSHAs on the real server and hands back the pass's result", async () => {
+    const stats = scriptTimes(REDIS_URL);
+    const client = new Redis(REDIS_URL);
+    try {
+      const sha = String(await client.script('LOAD', 'return 1'));
+      const before = parseEvalsha(await client.info('commandstats'));
+      const t = await stats.during(async () => {
+        for (let i = 0; i < 5; i++) await client.evalsha(sha, 0);
+        return 'done';
+      });
+      const after = parseEvalsha(await client.info('commandstats'));
+      expect(t.result).toBe('done');
+      // The pass's own five at least; other clients of the shared server may add theirs. A
+      // difference, not the server's totals: within what the server counted around the call.
+      expect(t.calls).toBeGreaterThanOrEqual(5);
+      expect(t.calls).toBeLessThanOrEqual(after.calls - before.calls);
+      expect(t.usec).toBeLessThanOrEqual(after.usec - before.usec);
+    } finally {
+      stats.close();
+      client.disconnect();
+    }
   });
 });
