@@ -25,14 +25,6 @@ export function applicationName(schema: string): string {
   return `worklease:${schema}`;
 }
 
-/** A failed statement, and whether its connection must be destroyed. */
-class BrokenOrFinal {
-  constructor(
-    readonly error: unknown,
-    readonly broken: boolean,
-  ) {}
-}
-
 /**
  * Type parsers for {@link SqlClient.queryText}: every column stays the server's
  * text. Passed per query, so `pg`'s global parsers (and other users of `pg` in the
@@ -47,6 +39,7 @@ const LISTEN_RETRY_MS = 1000;
 interface InFlight {
   readonly deadline: number;
   timedOut: boolean;
+  /** Gives the client back (destroys it, with an error); a no-op inside a transaction, which does that itself. */
   readonly release: (err?: Error) => void;
   readonly reject: (err: Error) => void;
 }
@@ -146,37 +139,28 @@ class PgClient implements SqlClient {
   }
 
   /**
-   * One statement on a checked-out client, bounded by `ms`. On a timeout or a
-   * connection error the client is marked broken (the caller must destroy it):
-   * it may still carry the abandoned statement's reply.
+   * One statement of a transaction on its client, bounded by the call timeout through the same
+   * {@link DeadlineWatch} as every call. The transaction destroys the client on any error
+   * ({@link transaction}), so a timed-out statement's late reply is never read.
    */
-  async #run(
-    client: pg.PoolClient,
-    statement: Statement,
-    params: readonly unknown[],
-    ms: number,
-    asText = false,
-  ): Promise<unknown[]> {
+  #inTransaction(client: pg.PoolClient, statement: Statement, params: readonly unknown[]): Promise<Row[]> {
     const config: pg.QueryConfig = { text: statement.text, values: params as unknown[] };
     if (statement.name !== undefined) config.name = statement.name;
-    const running = asText
-      ? client.query({ ...config, rowMode: 'array', types: TEXT_TYPES })
-      : client.query(config);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        reject(new BackendUnavailableError(`no answer from ${this.#url} within ${this.#timeoutMs} ms`));
-      }, ms);
+    return new Promise((resolve, reject) => {
+      const call: InFlight = {
+        deadline: Date.now() + this.#timeoutMs,
+        timedOut: false,
+        release: () => {},
+        reject,
+      };
+      this.#watch.add(call);
+      client.query(config, (err: Error | null, result: pg.QueryResult) => {
+        if (call.timedOut) return;
+        this.#watch.delete(call);
+        if (err !== null && err !== undefined) reject(classifySqlError(err, 'query', this.#url));
+        else resolve(result.rows as Row[]);
+      });
     });
-    try {
-      const result = await Promise.race([running, timeout]);
-      return result.rows;
-    } catch (err) {
-      running.catch(() => {});
-      throw new BrokenOrFinal(err, err instanceof BackendUnavailableError || isConnectionError(err));
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   query(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
@@ -255,15 +239,7 @@ class PgClient implements SqlClient {
 
   async transaction<T>(fn: (tx: SqlQuery) => Promise<T>): Promise<T> {
     const client = await this.#connect();
-    const tx: SqlQuery = {
-      query: async (statement, params) => {
-        try {
-          return (await this.#run(client, statement, params, this.#timeoutMs)) as Row[];
-        } catch (err) {
-          throw classifySqlError((err as BrokenOrFinal).error, 'query', this.#url);
-        }
-      },
-    };
+    const tx: SqlQuery = { query: (statement, params) => this.#inTransaction(client, statement, params) };
     try {
       await tx.query({ text: 'BEGIN' }, []);
       const result = await fn(tx);
