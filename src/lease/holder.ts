@@ -531,7 +531,9 @@ class Holder implements LeaseHolder {
       } catch (err) {
         // Loss already stopped the beat and called onLost; a final non-loss error is treated as loss:
         // the holder cannot prove its lease any more, and a heartbeat that silently stops would be worse.
-        if (beat.running && this.ended === undefined) this.lose('error', err);
+        // A renewal refused after release() began may have met the release itself (its reply can come
+        // before the release's): the release decides, and reports a loss of its own if there was one.
+        if (beat.running && this.ended === undefined && !this.releasing) this.lose('error', err);
         return;
       }
       if (!beat.running) return;

@@ -217,6 +217,54 @@ describe.each(targets)('holder on $kind', (target) => {
     expect(onLost).not.toHaveBeenCalled();
   });
 
+  it('a renewal refused by the release it raced, its reply first, is no loss: the release decides', async () => {
+    // The order the race test above hits only sometimes, forced: a renewal is in flight when
+    // release() starts, reaches the server after the release committed (so it is refused), and
+    // its refusal comes back before the release's reply does. The server and its answers are real.
+    const backend = await open();
+    let gate = false;
+    let renewEntered!: () => void;
+    const entered = new Promise<void>((r) => {
+      renewEntered = r;
+    });
+    let committed!: () => void;
+    const releaseCommitted = new Promise<void>((r) => {
+      committed = r;
+    });
+    let refused!: () => void;
+    const renewRefused = new Promise<void>((r) => {
+      refused = r;
+    });
+    const raced: LeaseBackend = {
+      ...spyBackend(backend).backend,
+      renew: async (rec, ttl) => {
+        if (!gate) return backend.renew(rec, ttl);
+        renewEntered();
+        await releaseCommitted;
+        try {
+          return await backend.renew(rec, ttl);
+        } finally {
+          refused();
+        }
+      },
+      release: async (rec) => {
+        await backend.release(rec);
+        committed();
+        await renewRefused;
+      },
+    };
+    const onLost = vi.fn();
+    const id = item();
+    const h = await claim(raced, id, 'holder-a', { ttlMs: 2000 });
+    gate = true;
+    h.heartbeat({ intervalMs: 5, onLost });
+    await entered;
+    await h.release();
+    expect((await backend.admin.get(id))?.ended).toBe('released');
+    await sleep(20);
+    expect(onLost).not.toHaveBeenCalled();
+  });
+
   it('withLease releases cleanly on success and returns the result', async () => {
     const backend = await open();
     const id = item();
