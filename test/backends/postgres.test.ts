@@ -182,6 +182,87 @@ describe('schemas', () => {
   });
 });
 
+describe('refusals (migration 8: decided in the UPDATE, raised as WL001)', () => {
+  /** Commits an update of the lease row while `call` waits on its row lock; returns the call's outcome. */
+  async function whileLocked<T>(schema: string, workId: string, set: string, call: () => Promise<T>) {
+    const locker = new pg.Client({ connectionString: PG_URL });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`UPDATE "${schema}".leases SET ${set} WHERE work_id = $1`, [workId]);
+      const outcome = call().then(
+        (value) => ({ value }),
+        (error: WorkleaseError) => ({ error }),
+      );
+      // The call is now waiting on the row lock (it has no other way to finish before COMMIT).
+      await expect
+        .poll(async () => {
+          const { rows } = await admin.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`,
+            [`"${schema}".leases`],
+          );
+          return rows[0].n;
+        })
+        .toBe(1);
+      await locker.query('COMMIT');
+      return await outcome;
+    } finally {
+      await locker.end();
+    }
+  }
+
+  it('a renew waiting on a concurrent takeover is refused from the row that takeover committed', async () => {
+    const schema = newSchema();
+    const b = await open(schema);
+    const rec = await b.acquire('taken', 'h', 60_000);
+    const out = await whileLocked(schema, 'taken', 'token = token + 7', () => b.renew(rec, 60_000));
+    expect('error' in out && out.error.code).toBe('FENCED');
+    const details = 'error' in out ? (out.error.details as { storedToken: bigint }) : undefined;
+    expect(details?.storedToken).toBe(rec.fencingToken + 7n);
+  });
+
+  it('a renew waiting on a write that keeps its lease succeeds after it, on the latest row', async () => {
+    const schema = newSchema();
+    const b = await open(schema);
+    const rec = await b.acquire('kept', 'h', 60_000);
+    const out = await whileLocked(schema, 'kept', 'version = version + 10', () => b.renew(rec, 60_000));
+    expect('value' in out && out.value.fencingToken).toBe(rec.fencingToken);
+    expect((await b.admin.get('kept'))?.version).toBe(12n);
+  });
+
+  it('a refused call writes nothing and leaves its connection usable (pool of 1)', async () => {
+    const schema = newSchema();
+    const b = await open(schema, { poolSize: 1 });
+    const rec = await b.acquire('r', 'h', 60_000);
+    const stale = { ...rec, fencingToken: rec.fencingToken - 1n };
+    for (let i = 0; i < 3; i++) {
+      expect(await codeOf(b.renew(stale, 60_000))).toBe('FENCED');
+      expect(await codeOf(b.checkpoint(stale, new Uint8Array([1]), 60_000))).toBe('FENCED');
+      expect(await codeOf(b.release(stale))).toBe('FENCED');
+    }
+    const before = await b.admin.get('r');
+    expect(before?.version).toBe(1n);
+    expect(before?.checkpointSize).toBe(null);
+    expect((await b.renew(rec, 60_000)).fencingToken).toBe(rec.fencingToken);
+    await b.release(rec);
+    expect(await codeOf(b.release(rec))).toBe('LEASE_EXPIRED');
+    const { rows } = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".lease_states`);
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('a WL001 error without its stored row is an INTERNAL error, not a refusal', async () => {
+    const schema = newSchema();
+    const b = await open(schema);
+    const rec = await b.acquire('odd', 'h', 60_000);
+    // A lease_refused replaced by one that forgets the row (what a hand-edited schema could do).
+    await admin.query(`CREATE OR REPLACE FUNCTION "${schema}".lease_refused(tok bigint, exp timestamptz, op text)
+      RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION USING ERRCODE = 'WL001', DETAIL = 'x'; END $$`);
+    const err = await b.renew({ ...rec, fencingToken: 1n }, 60_000).catch((e: WorkleaseError) => e);
+    expect((err as WorkleaseError).code).toBe('INTERNAL');
+    expect((err as Error).message).toContain('refusal came without its stored row (x)');
+  });
+});
+
 describe('connections', () => {
   async function ourPids(schema: string): Promise<number[]> {
     const { rows } = await admin.query('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [

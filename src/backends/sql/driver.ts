@@ -35,6 +35,8 @@ import {
   encodeListCursor,
   leaseInfoFromText,
   prefixUpperBound,
+  type RefusedRow,
+  refusedRow,
   releaseRequestFromRow,
   toAuditEntry,
   toBigInt,
@@ -125,44 +127,61 @@ export class SqlLeaseDriver implements LeaseDriver {
   }
 
   async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<CheckpointResult> {
-    const rows = await this.#client.query(this.#sql.checkpoint, [
-      record.workId,
-      record.fencingToken,
-      state,
-      ttlMs,
-    ]);
-    this.#written(rows, record, 'checkpoint');
-    const requested = releaseRequestFromRow(rows[0]!);
+    const row = await this.#write(
+      this.#sql.checkpoint,
+      [record.workId, record.fencingToken, state, ttlMs],
+      record,
+      'checkpoint',
+    );
+    const requested = releaseRequestFromRow(row);
     return requested === undefined ? {} : { releaseRequested: requested };
   }
 
   async renew(record: LeaseRecord, ttlMs: number): Promise<LeaseRecord> {
-    const rows = await this.#client.query(this.#sql.renew, [record.workId, record.fencingToken, ttlMs]);
-    const expiresAt = this.#written(rows, record, 'renew');
+    const row = await this.#write(
+      this.#sql.renew,
+      [record.workId, record.fencingToken, ttlMs],
+      record,
+      'renew',
+    );
     const renewed = {
       workId: record.workId,
       holderId: record.holderId,
       fencingToken: record.fencingToken,
-      expiresAt,
+      expiresAt: toDate(row.expires_at, 'expires_at'),
     };
-    const requested = releaseRequestFromRow(rows[0]!);
+    const requested = releaseRequestFromRow(row);
     return requested === undefined ? renewed : { ...renewed, releaseRequested: requested };
   }
 
   async release(record: LeaseRecord): Promise<void> {
-    const rows = await this.#client.query(this.#sql.release, [record.workId, record.fencingToken]);
-    this.#written(rows, record, 'release');
+    await this.#write(this.#sql.release, [record.workId, record.fencingToken], record, 'release');
   }
 
-  /** Reads the outcome of checkpoint/renew/release (see statements.ts): the new expiry, or the error. */
-  #written(rows: Row[], record: LeaseRecord, what: string): Date {
+  /**
+   * Runs checkpoint / renew / release (see statements.ts): the written row, or the error of a
+   * refusal, from the stored row its WL001 error carries (no row at all: nothing was stored).
+   */
+  async #write(
+    statement: Statement,
+    params: readonly unknown[],
+    record: LeaseRecord,
+    what: string,
+  ): Promise<Row> {
+    let rows: Row[];
+    try {
+      rows = await this.#client.query(statement, params);
+    } catch (err) {
+      const stored = refusedRow(err);
+      throw stored === undefined ? err : this.#lost(record, stored, what);
+    }
     const row = rows[0];
-    if (row?.ok === true) return toDate(row.expires_at, 'expires_at');
-    throw this.#lost(record, row, what);
+    if (row === undefined) throw this.#lost(record, undefined, what);
+    return row;
   }
 
   /** The FENCED / LEASE_EXPIRED error for a refused call, from the stored row (undefined when there is none). */
-  #lost(record: LeaseRecord, row: Row | undefined, what: string): Error {
+  #lost(record: LeaseRecord, row: Row | RefusedRow | undefined, what: string): Error {
     // A pruned row is a tombstone: its lease is gone even though it keeps the token.
     const gone = row === undefined || row.last_op === 'pruned';
     const storedToken = gone ? null : toBigInt(row.token, 'token');

@@ -107,14 +107,58 @@ export function leaseInfoFromText(r: TextRow, at: number): LeaseInfo {
   };
 }
 
-/** The request columns a checkpoint / renew returns (rq_at, rq_by, rq_reason), or undefined when there is none. */
+/**
+ * The release request a checkpoint / renew returns in its `rq` column (statements.ts): NULL when
+ * there is none, else JSON [at (epoch ms), operator, reason].
+ */
 export function releaseRequestFromRow(row: Row): ReleaseRequest | undefined {
-  if (row.rq_at === null || row.rq_at === undefined) return undefined;
-  return {
-    at: toDate(row.rq_at, 'rq_at'),
-    operator: toText(row.rq_by, 'rq_by'),
-    reason: toText(row.rq_reason, 'rq_reason'),
-  };
+  if (row.rq === null || row.rq === undefined) return undefined;
+  const parsed: unknown = JSON.parse(toText(row.rq, 'rq'));
+  if (
+    !Array.isArray(parsed) ||
+    parsed.length !== 3 ||
+    !Number.isSafeInteger(parsed[0]) ||
+    typeof parsed[1] !== 'string' ||
+    typeof parsed[2] !== 'string'
+  ) {
+    throw new InternalError('unexpected value in column rq');
+  }
+  return { at: new Date(parsed[0] as number), operator: parsed[1], reason: parsed[2] };
+}
+
+/** What a refused checkpoint / renew / release reports of the stored row (migration 8, lease_refused). */
+export interface RefusedRow {
+  readonly token: string;
+  readonly expires_at: Date;
+  readonly last_op: string;
+}
+
+/** The SQLSTATE of lease_refused (migration 8). */
+export const REFUSED_SQLSTATE = 'WL001';
+
+/**
+ * The stored row a lease call's refusal carries (the DETAIL of SQLSTATE WL001, raised by
+ * lease_refused), or undefined when `err` is any other error. `err` is what the SqlClient threw:
+ * the classified error, its `cause` the client's own error (`pg` and PGlite both set `code` and
+ * `detail`).
+ */
+export function refusedRow(err: unknown): RefusedRow | undefined {
+  const cause =
+    err instanceof Error ? (err.cause as { code?: unknown; detail?: unknown } | undefined) : undefined;
+  if (cause?.code !== REFUSED_SQLSTATE) return undefined;
+  let d: unknown;
+  try {
+    d = typeof cause.detail === 'string' ? JSON.parse(cause.detail) : undefined;
+  } catch {
+    d = undefined;
+  }
+  const r = d as { token?: unknown; expires_at?: unknown; last_op?: unknown } | undefined;
+  if (typeof r?.token !== 'string' || !Number.isSafeInteger(r.expires_at) || typeof r.last_op !== 'string') {
+    throw new InternalError(`a lease call's refusal came without its stored row (${String(cause.detail)})`, {
+      cause: err,
+    });
+  }
+  return { token: r.token, expires_at: new Date(r.expires_at as number), last_op: r.last_op };
 }
 
 const AUDIT_ACTIONS: readonly AuditAction[] = ['force-release', 'request-release'];

@@ -21,13 +21,20 @@
  * committed* version of the row (it waits for a concurrent writer and re-checks
  * its WHERE on the new version), while a plain SELECT in the same statement sees
  * the statement's snapshot, which may be older. So the success path always
- * decides on the latest version. For the failure paths of checkpoint/renew/release
- * the statement reports the stored token and expiry from a `FOR UPDATE` read that
- * only runs when the UPDATE matched nothing (guarded by `NOT EXISTS (SELECT 1 FROM
- * upd)`), and a row lock also returns the latest version. Hence FENCED vs
- * LEASE_EXPIRED is decided on the same row version the UPDATE refused. The success
- * path pays nothing for it: the guard is a one-time filter and no lock is taken.
- *
+ * decides on the latest version. checkpoint, renew and release also decide their refusals in
+ * the UPDATE's WHERE ({@link buildStatements}, `accepts`): on the row version the WHERE refused,
+ * which after a wait on the row lock is the latest one (PostgreSQL re-checks the WHERE on it), the
+ * refusal raises SQLSTATE WL001 with the stored token, expiry and last_op (migration 8,
+ * `lease_refused`). Hence FENCED vs LEASE_EXPIRED is decided on the same row version the UPDATE
+ * refused, and the success path pays nothing for it: the function never runs there.
+ * Before migration 8 a guarded `FOR UPDATE` read in a second branch (`NOT EXISTS (SELECT 1 FROM
+ * upd)`) reported the refusal: never executed on success, its plan nodes still cost a renew 7-9 %
+ * at 1 in flight and 13-19 % at 16 (Cost, below).
+ * What a refusal costs instead: the statement ends in an error, so the server's log gets an ERROR
+ * line for it (with log_min_messages at its default) and pg_stat_database counts a rollback. A
+ * refusal means the holder lost its lease, rare in a healthy fleet; acquire, whose refusal
+ * (LEASE_HELD) is routine where workers compete, keeps its second branch and raises nothing.
+
  * Outcomes, statement by statement
  * --------------------------------
  * acquire (`INSERT … ON CONFLICT (work_id) DO UPDATE … WHERE expires_at <= now`):
@@ -44,11 +51,13 @@
  *     inserted the row after our snapshot was taken, that branch finds nothing and
  *     the result is empty: still LEASE_HELD (the DO UPDATE saw a live row), just
  *     without holder details.
- * checkpoint / renew / release (`UPDATE … WHERE work_id = $1 AND token = $2 AND expires_at > now`):
+ * checkpoint / renew / release (`UPDATE … WHERE work_id = $1 AND <token = $2 AND expires_at > now,
+ * or else the refusal>`):
  *   - stored token matches and lease live: writes (state + expiry / expiry / expiry in the
- *     past + ended = 'released'), returns `ok = true` and the new expiry.
- *   - otherwise the guarded `FOR UPDATE` read returns `ok = false`, the stored token and
- *     expiry: token differs → FENCED; token matches → LEASE_EXPIRED.
+ *     past + ended = 'released'), returns the new expiry (and, for checkpoint and renew, the
+ *     release request in one column, `rq`).
+ *   - otherwise the WHERE raises WL001 with the stored token, expiry and last_op: token differs
+ *     → FENCED; token matches → LEASE_EXPIRED. Nothing is written.
  *   - no row at all (never acquired) → empty result → FENCED; a pruned row → FENCED too
  *     (its lease is gone, even though the tombstone keeps the same token).
  * readState (`SELECT`): operators read a slice of the checkpoint without a record; the
@@ -107,8 +116,9 @@
  * checkpoint write no indexed column, so they are HOT updates (no index entry; the
  * table's fillfactor of 90 leaves the page room for the new version, migration 6);
  * acquire, release, forceRelease and prune also write the change_xid index. The
- * trigger of migration 3 runs for each update but only notifies for an ended lease
- * that a waiter asked for (migration 6). They run as named prepared statements on
+ * trigger of migration 3 only notifies for an ended lease that a waiter asked for (migration 6),
+ * and since migration 8 only runs for the writes that set last_op (not renew, not checkpoint).
+ * They run as named prepared statements on
  * `pg`. Measured before migration 6 with `pgbench -M prepared -r` (per-statement
  * latency, both statements in one script so the shared machine's noise hits both
  * alike), PostgreSQL 15, 200 rows:
@@ -124,6 +134,12 @@
  * The clock's one-row CTE cost about 3 % at 1 in flight: the hot statements no longer have it ({@link NOW}).
  * A raw upsert carrying 1 KiB ran at 1.05x the raw one: a checkpoint's bytes cost little; its
  * second row (lease_states) and the statement's shape do.
+ * Migration 8, renew as a share of the raw upsert's calls per second, the statements sent through
+ * `pg` taking turns (9 rounds of 2 000, load 1.6-4.5), at 1 / 16 in flight: with the refused
+ * branch and three request columns 0.78x / 0.71x; the refusal in the WHERE with one request column
+ * 0.84x / 0.84x; with the trigger also limited to last_op 0.88x / 0.85x. A plain one-column UPDATE
+ * of the lease row: 0.99x / 0.85x in a run of its own, the ceiling at 16 that the row's width and
+ * its index leave.
  */
 
 /** Quotes an identifier (the schema name, already validated as [a-z_][a-z0-9_]*). */
@@ -272,19 +288,18 @@ export function buildStatements(schemaName: string, options: StatementOptions): 
       THEN CASE WHEN release_requested_at IS NULL THEN 'acquired' ELSE 'release-requested' END
       ELSE last_op END AS kind`;
 
-  // Shared tail of checkpoint / renew / release: the guarded FOR UPDATE read that
-  // reports why the UPDATE refused (see the header comment).
-  const refused = `
-    fb AS (
-      SELECT f.token, f.expires_at, f.last_op FROM ${L} f
-      WHERE f.work_id = $1 AND NOT EXISTS (SELECT 1 FROM upd)
-      FOR UPDATE
-    )
-    SELECT true AS ok, upd.expires_at, NULL::bigint AS token, NULL::text AS last_op,
-      upd.release_requested_at AS rq_at, upd.release_requested_by AS rq_by, upd.release_request_reason AS rq_reason
-    FROM upd
-    UNION ALL
-    SELECT false, fb.expires_at, fb.token, fb.last_op, NULL, NULL, NULL FROM fb`;
+  // The WHERE of checkpoint / renew / release after `work_id = $1`: true for the caller's live
+  // lease; for any other row of that work id, the refusal (migration 8) raises WL001 with the
+  // stored token, expiry and last_op, on the row version the UPDATE refused (see the header). The
+  // work_id test inside the CASE is redundant with the index condition; it keeps the refusal from
+  // ever running on another row, whatever order the planner gives the conditions.
+  const accepts = `CASE WHEN l.token = $2 AND l.expires_at > ${NOW} THEN true
+    WHEN l.work_id = $1 THEN ${s}.lease_refused(l.token, l.expires_at, l.last_op) ELSE false END`;
+  // The release request a checkpoint / renew hands back, one column (NULL when there is none):
+  // JSON [at (epoch ms), operator, reason]. Three columns cost the client a field parser each on
+  // every call (renew at 1 in flight: 0.84x the raw upsert with this column, 0.80x with three).
+  const request = `CASE WHEN l.release_requested_at IS NULL THEN NULL ELSE json_build_array(
+    ${epochMs('l.release_requested_at', exactExtract)}, l.release_requested_by, l.release_request_reason)::text END AS rq`;
 
   return {
     // $1 work_id, $2 holder_id, $3 ttl_ms, $4 step_id
@@ -337,49 +352,46 @@ WITH upd AS (
     expires_at = ${NOW} + $4::integer ${MS},
     ttl_ms = $4::integer,
     version = l.version + 1
-  WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > ${NOW}
-  RETURNING l.work_id, l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
+  WHERE l.work_id = $1 AND ${accepts}
+  RETURNING l.work_id, l.expires_at, ${request}
 ),
 st AS (
   INSERT INTO ${S} AS st (work_id, state) SELECT upd.work_id, $3::bytea FROM upd
   ON CONFLICT (work_id) DO UPDATE SET state = EXCLUDED.state
-),${refused}`,
+)
+SELECT upd.expires_at, upd.rq FROM upd`,
     },
 
     // $1 work_id, $2 token, $3 ttl_ms
     renew: {
       name: 'wl_renew',
       text: `
-WITH upd AS (
-  UPDATE ${L} l SET
-    renewed_at = ${NOW},
-    expires_at = ${NOW} + $3::integer ${MS},
-    ttl_ms = $3::integer,
-    version = l.version + 1
-  WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > ${NOW}
-  RETURNING l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
-),${refused}`,
+UPDATE ${L} l SET
+  renewed_at = ${NOW},
+  expires_at = ${NOW} + $3::integer ${MS},
+  ttl_ms = $3::integer,
+  version = l.version + 1
+WHERE l.work_id = $1 AND ${accepts}
+RETURNING l.expires_at, ${request}`,
     },
 
     // $1 work_id, $2 token
     release: {
       name: 'wl_release',
       text: `
-WITH upd AS (
-  UPDATE ${L} l SET
-    expires_at = ${NOW} - interval '1 millisecond',
-    released_at = ${NOW},
-    ended = 'released',
-    release_requested_at = NULL,
-    release_requested_by = NULL,
-    release_request_reason = NULL,
-    last_op = 'released',
-    version = l.version + 1,
-    releases = l.releases + 1,
-    change_xid = pg_current_xact_id()
-  WHERE l.work_id = $1 AND l.token = $2 AND l.expires_at > ${NOW}
-  RETURNING l.expires_at, l.release_requested_at, l.release_requested_by, l.release_request_reason
-),${refused}`,
+UPDATE ${L} l SET
+  expires_at = ${NOW} - interval '1 millisecond',
+  released_at = ${NOW},
+  ended = 'released',
+  release_requested_at = NULL,
+  release_requested_by = NULL,
+  release_request_reason = NULL,
+  last_op = 'released',
+  version = l.version + 1,
+  releases = l.releases + 1,
+  change_xid = pg_current_xact_id()
+WHERE l.work_id = $1 AND ${accepts}
+RETURNING l.expires_at`,
     },
 
     // $1 work_id, $2 token
