@@ -295,6 +295,19 @@ export function buildStatements(schemaName: string, options: StatementOptions): 
   // ever running on another row, whatever order the planner gives the conditions.
   const accepts = `CASE WHEN l.token = $2 AND l.expires_at > ${NOW} THEN true
     WHEN l.work_id = $1 THEN ${s}.lease_refused(l.token, l.expires_at, l.last_op) ELSE false END`;
+  // The SET list of the writes that end a lease at `now` (release, forceRelease): expiry just
+  // before it, the request cleared, one more in the row's `counter` of such ends, a feed entry.
+  const ends = (now: string, kind: 'released' | 'force-released', counter: string): string => `
+    expires_at = ${now} - interval '1 millisecond',
+    released_at = ${now},
+    ended = '${kind}',
+    release_requested_at = NULL,
+    release_requested_by = NULL,
+    release_request_reason = NULL,
+    last_op = '${kind}',
+    version = l.version + 1,
+    ${counter} = l.${counter} + 1,
+    change_xid = pg_current_xact_id()`;
   // The release request a checkpoint / renew hands back, one column (NULL when there is none):
   // JSON [at (epoch ms), operator, reason]. Three columns cost the client a field parser each on
   // every call (renew at 1 in flight: 0.84x the raw upsert with this column, 0.80x with three).
@@ -380,16 +393,7 @@ RETURNING l.expires_at, ${request}`,
       name: 'wl_release',
       text: `
 UPDATE ${L} l SET
-  expires_at = ${NOW} - interval '1 millisecond',
-  released_at = ${NOW},
-  ended = 'released',
-  release_requested_at = NULL,
-  release_requested_by = NULL,
-  release_request_reason = NULL,
-  last_op = 'released',
-  version = l.version + 1,
-  releases = l.releases + 1,
-  change_xid = pg_current_xact_id()
+  ${ends(NOW, 'released', 'releases')}
 WHERE l.work_id = $1 AND ${accepts}
 RETURNING l.expires_at`,
     },
@@ -438,16 +442,7 @@ cur AS (
 upd AS (
   UPDATE ${L} l SET
     token = greatest(l.token + 1, ${us('n.now')}),
-    expires_at = n.now - interval '1 millisecond',
-    released_at = n.now,
-    ended = 'force-released',
-    release_requested_at = NULL,
-    release_requested_by = NULL,
-    release_request_reason = NULL,
-    last_op = 'force-released',
-    version = l.version + 1,
-    force_releases = l.force_releases + 1,
-    change_xid = pg_current_xact_id()
+    ${ends('n.now', 'force-released', 'force_releases')}
   FROM n, cur
   WHERE l.work_id = cur.work_id AND cur.token = $2 AND cur.ended IS NULL
   RETURNING ${info('l')}
