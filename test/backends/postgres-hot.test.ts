@@ -11,6 +11,7 @@ import { MIGRATIONS } from '../../src/backends/sql/migrations.ts';
 import { buildStatements } from '../../src/backends/sql/statements.ts';
 import { claim, type LeaseBackend } from '../../src/index.ts';
 import { codeOf, PG_URL, uniqueNamespace } from '../support/backends.ts';
+import { quietCursor } from '../support/feed.ts';
 
 const schemas: string[] = [];
 const backends: LeaseBackend[] = [];
@@ -41,7 +42,7 @@ describe('HOT renews on postgres', () => {
     const { b, schema } = await openPg();
     const recs = [];
     for (let i = 0; i < 20; i++) recs.push(await b.acquire(`hot-${i}`, 'h', 60_000));
-    const cursor = await b.admin.changeCursor();
+    const cursor = await quietCursor(b.admin);
     const state = new Uint8Array(1024).fill(7);
     for (const r of recs) await b.checkpoint(r, state, 60_000);
     for (let round = 0; round < 10; round++) for (const r of recs) await b.renew(r, 60_000);
@@ -251,19 +252,7 @@ describe.each([
   it('notifyEnd: true for a live lease, false for an ended, expired or missing one; writes no version', async () => {
     const b = await open();
     const rec = await b.acquire('live', 'h', 60_000);
-    // The feed delivers at least once: while another session's older transaction is open (other
-    // test files run beside this one), a cursor's snapshot xmin stays below the acquire's xid and
-    // the acquire comes again. So first a cursor past the acquire, then notifyEnd must add nothing.
-    let cursor = await b.admin.changeCursor();
-    await expect
-      .poll(
-        async () => {
-          cursor = await b.admin.changeCursor();
-          return (await b.admin.changes({ cursor })).changes.length;
-        },
-        { timeout: 10_000, interval: 50 },
-      )
-      .toBe(0);
+    const cursor = await quietCursor(b.admin);
     expect(await b.admin.notifyEnd!('live', 5_000)).toBe(true);
     expect(await b.admin.notifyEnd!('live', 5_000)).toBe(true);
     expect((await b.admin.get('live'))?.version).toBe(1n);
