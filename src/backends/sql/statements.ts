@@ -356,7 +356,10 @@ SELECT false, c.token, c.expires_at, c.holder_id FROM ${L} c
 WHERE c.work_id = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
     },
 
-    // $1 work_id, $2 token, $3 state, $4 ttl_ms
+    // $1 work_id, $2 token, $3 state, $4 ttl_ms. The state's INSERT is the main statement rather
+    // than a second CTE read by a SELECT: one CTE scan less; against the raw upsert, taking turns
+    // (two runs of 7 and 9 rounds of 2 000) 0.898x / 0.896x at 1 in flight against 0.856x / 0.878x,
+    // and 0.669x / 0.704x at 16 against 0.652x / 0.658x.
     checkpoint: {
       name: 'wl_checkpoint',
       text: `
@@ -370,12 +373,10 @@ WITH upd AS (
     version = l.version + 1
   WHERE l.work_id = $1 AND ${accepts}
   RETURNING l.work_id, l.expires_at, ${request}
-),
-st AS (
-  INSERT INTO ${S} AS st (work_id, state) SELECT upd.work_id, $3::bytea FROM upd
-  ON CONFLICT (work_id) DO UPDATE SET state = EXCLUDED.state
 )
-SELECT upd.expires_at, upd.rq FROM upd`,
+INSERT INTO ${S} AS st (work_id, state) SELECT upd.work_id, $3::bytea FROM upd
+ON CONFLICT (work_id) DO UPDATE SET state = EXCLUDED.state
+RETURNING (SELECT upd.expires_at FROM upd), (SELECT upd.rq FROM upd)`,
     },
 
     // $1 work_id, $2 token, $3 ttl_ms
