@@ -251,6 +251,31 @@ describe('refusals (migration 8: decided in the UPDATE, raised as WL001)', () =>
     expect(rows[0].n).toBe(0);
   });
 
+  it('a held acquire writes nothing and reads the holder from its NOTICE; without the notice it is still LEASE_HELD', async () => {
+    const schema = newSchema();
+    const b = await open(schema, { poolSize: 1 });
+    const rec = await b.acquire('held', 'h1', 60_000);
+    const before = await b.admin.get('held');
+    const err = (await b.acquire('held', 'h2', 60_000).catch((e: WorkleaseError) => e)) as WorkleaseError;
+    expect(err.code).toBe('LEASE_HELD');
+    expect(err.details).toEqual({
+      workId: 'held',
+      holderId: 'h1',
+      expiresAt: rec.expiresAt,
+      storedToken: rec.fencingToken,
+    });
+    expect(await b.admin.get('held')).toEqual(before);
+    // What a session with client_min_messages above NOTICE gets: no notice reaches the client.
+    await admin.query(`CREATE OR REPLACE FUNCTION "${schema}".lease_held(tok bigint, exp timestamptz, holder text)
+      RETURNS boolean LANGUAGE sql AS 'SELECT false'`);
+    const quiet = (await b.acquire('held', 'h2', 60_000).catch((e: WorkleaseError) => e)) as WorkleaseError;
+    expect(quiet.code).toBe('LEASE_HELD');
+    expect(quiet.details).toEqual({ workId: 'held' });
+    expect(await b.admin.get('held')).toEqual(before);
+    // The notice listener went with the call: the one connection serves the next call alone.
+    expect((await b.renew(rec, 60_000)).fencingToken).toBe(rec.fencingToken);
+  });
+
   it('a WL001 error without its stored row is an INTERNAL error, not a refusal', async () => {
     const schema = newSchema();
     const b = await open(schema);

@@ -251,6 +251,14 @@ export function defineConformance(target: BackendTarget): void {
         await expectError(() => b.acquire(w, 'h2', LIVE), LeaseHeldError, ErrorCode.LEASE_HELD);
         await expectError(() => b.acquire(w, 'h1', LIVE), LeaseHeldError, ErrorCode.LEASE_HELD);
         expect(await info(w)).toEqual(before);
+        // The refusal names the holder and when its lease runs out, as stored.
+        const held = await b.acquire(w, 'h2', LIVE).catch((e: WorkleaseError) => e);
+        expect((held as WorkleaseError).details).toMatchObject({
+          workId: w,
+          holderId: 'h1',
+          expiresAt: before.expiresAt,
+        });
+        expect((held as Error).message).toContain("held by 'h1'");
       });
 
       it('sets expiresAt to the server time plus ttl', async () => {

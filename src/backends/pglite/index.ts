@@ -13,7 +13,7 @@ import { PGlite, types } from '@electric-sql/pglite';
 import { InvalidArgumentError, NotFoundError } from '../../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
 import { createBackend, type LeaseDriver, resolveTarget } from '../common.ts';
-import type { Row, SqlClient, SqlQuery, Statement, TextRow } from '../sql/client.ts';
+import type { Row, SqlClient, SqlNotice, SqlQuery, Statement, TextRow } from '../sql/client.ts';
 import { openSqlDriver } from '../sql/driver.ts';
 import { classifySqlError } from '../sql/errors.ts';
 import { checkSchema, migrateSchema } from '../sql/migrations.ts';
@@ -82,7 +82,12 @@ class PgliteClient implements SqlClient {
    * in 0.2 s), against about 1.1 ms for a renew; 5000 renewals in a loop took
    * 5.0-5.9 s with it and 5.5-6.3 s without, i.e. within the noise.
    */
-  async #run(statement: Statement, params: readonly unknown[], asText = false): Promise<unknown[]> {
+  async #run(
+    statement: Statement,
+    params: readonly unknown[],
+    asText = false,
+    onNotice?: (notice: SqlNotice) => void,
+  ): Promise<unknown[]> {
     await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       if (asText) {
@@ -97,15 +102,23 @@ class PgliteClient implements SqlClient {
         const results = await this.#db.exec(statement.text);
         return results.at(-1)?.rows ?? [];
       }
-      const result = await this.#db.query<Row>(statement.text, params as unknown[]);
+      const result = await this.#db.query<Row>(
+        statement.text,
+        params as unknown[],
+        onNotice === undefined ? undefined : { onNotice },
+      );
       return result.rows;
     } catch (err) {
       throw classifySqlError(err, 'query', this.#url);
     }
   }
 
-  query(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
-    return this.#serial(() => this.#run(statement, params) as Promise<Row[]>);
+  query(
+    statement: Statement,
+    params: readonly unknown[],
+    onNotice?: (notice: SqlNotice) => void,
+  ): Promise<Row[]> {
+    return this.#serial(() => this.#run(statement, params, false, onNotice) as Promise<Row[]>);
   }
 
   queryText(statement: Statement, params: readonly unknown[]): Promise<TextRow[]> {

@@ -14,7 +14,7 @@ import { BackendUnavailableError } from '../../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
 import { createBackend, type LeaseDriver, resolveTarget } from '../common.ts';
 import { DeadlineWatch, tickFor } from '../deadlines.ts';
-import type { Row, SqlClient, SqlQuery, Statement, TextRow } from '../sql/client.ts';
+import type { Row, SqlClient, SqlNotice, SqlQuery, Statement, TextRow } from '../sql/client.ts';
 import { openSqlDriver } from '../sql/driver.ts';
 import { classifySqlError, isConnectionError } from '../sql/errors.ts';
 import { checkSchema, migrateSchema } from '../sql/migrations.ts';
@@ -163,8 +163,12 @@ class PgClient implements SqlClient {
     });
   }
 
-  query(statement: Statement, params: readonly unknown[]): Promise<Row[]> {
-    return this.#checkedOut(statement, params, false) as Promise<Row[]>;
+  query(
+    statement: Statement,
+    params: readonly unknown[],
+    onNotice?: (notice: SqlNotice) => void,
+  ): Promise<Row[]> {
+    return this.#checkedOut(statement, params, false, onNotice) as Promise<Row[]>;
   }
 
   queryText(statement: Statement, params: readonly unknown[]): Promise<TextRow[]> {
@@ -184,7 +188,12 @@ class PgClient implements SqlClient {
    * On a timeout or a connection error the client is destroyed (`release(err)`), not reused:
    * it may still carry the abandoned statement's reply.
    */
-  #checkedOut(statement: Statement, params: readonly unknown[], asText: boolean): Promise<unknown[]> {
+  #checkedOut(
+    statement: Statement,
+    params: readonly unknown[],
+    asText: boolean,
+    onNotice?: (notice: SqlNotice) => void,
+  ): Promise<unknown[]> {
     const config: pg.QueryConfig & { rowMode?: 'array' } = {
       text: statement.text,
       values: params as unknown[],
@@ -210,11 +219,25 @@ class PgClient implements SqlClient {
           );
           return;
         }
-        const call: InFlight = { deadline, timedOut: false, release, reject };
+        // The client is this statement's alone until release(): every notice it hears meanwhile is this statement's.
+        if (onNotice !== undefined) client!.on('notice', onNotice);
+        const call: InFlight = {
+          deadline,
+          timedOut: false,
+          release:
+            onNotice === undefined
+              ? release
+              : (err) => {
+                  client!.removeListener('notice', onNotice);
+                  release(err);
+                },
+          reject,
+        };
         this.#watch.add(call);
         client!.query(config, (err: Error | null, result: pg.QueryResult) => {
           if (call.timedOut) return;
           this.#watch.delete(call);
+          if (onNotice !== undefined) client!.removeListener('notice', onNotice);
           if (err !== null && err !== undefined) {
             const broken = isConnectionError(err);
             release(broken ? err : undefined);

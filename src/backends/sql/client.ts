@@ -21,9 +21,22 @@ export interface Statement {
   readonly text: string;
 }
 
+/** A NOTICE the server sent while a statement ran (`pg` and PGlite both parse SQLSTATE and DETAIL). */
+export interface SqlNotice {
+  readonly code?: string | undefined;
+  readonly detail?: string | undefined;
+}
+
 export interface SqlQuery {
-  /** Runs one statement as its own transaction (autocommit). Errors come back already classified. */
-  query(statement: Statement, params: readonly unknown[]): Promise<Row[]>;
+  /**
+   * Runs one statement as its own transaction (autocommit). Errors come back already classified.
+   * `onNotice` hears the NOTICEs this statement sends, before the call resolves.
+   */
+  query(
+    statement: Statement,
+    params: readonly unknown[],
+    onNotice?: (notice: SqlNotice) => void,
+  ): Promise<Row[]>;
 }
 
 export interface SqlClient extends SqlQuery {

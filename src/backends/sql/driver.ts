@@ -33,6 +33,8 @@ import {
   decodeListCursor,
   encodeChangeCursor,
   encodeListCursor,
+  type HeldNotice,
+  heldNotice,
   leaseInfoFromText,
   prefixUpperBound,
   type RefusedRow,
@@ -104,9 +106,12 @@ export class SqlLeaseDriver implements LeaseDriver {
     ttlMs: number,
     stepId: string | null,
   ): Promise<LeaseRecord> {
-    const rows = await this.#client.query(this.#sql.acquire, [workId, holderId, ttlMs, stepId]);
+    let held: HeldNotice | undefined;
+    const rows = await this.#client.query(this.#sql.acquire, [workId, holderId, ttlMs, stepId], (n) => {
+      held = heldNotice(n) ?? held;
+    });
     const row = rows[0];
-    if (row?.ok === true) {
+    if (row !== undefined) {
       return {
         workId,
         holderId,
@@ -114,15 +119,20 @@ export class SqlLeaseDriver implements LeaseDriver {
         expiresAt: toDate(row.expires_at, 'expires_at'),
       };
     }
-    if (row === undefined) {
-      // The holder's row was committed after this statement's snapshot: held, by someone we cannot name.
+    if (held === undefined) {
+      // The server sent no notice (client_min_messages above NOTICE): held, by someone we cannot name.
       throw new LeaseHeldError(`work item '${workId}' is held by another holder`, { details: { workId } });
     }
-    const holder = String(row.holder_id);
-    const expiresAt = toDate(row.expires_at, 'expires_at');
     throw new LeaseHeldError(
-      `work item '${workId}' is held by '${holder}' until ${expiresAt.toISOString()} (server time)`,
-      { details: { workId, holderId: holder, expiresAt, storedToken: toBigInt(row.token, 'token') } },
+      `work item '${workId}' is held by '${held.holder}' until ${held.expiresAt.toISOString()} (server time)`,
+      {
+        details: {
+          workId,
+          holderId: held.holder,
+          expiresAt: held.expiresAt,
+          storedToken: toBigInt(held.token, 'token'),
+        },
+      },
     );
   }
 

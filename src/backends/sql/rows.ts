@@ -15,7 +15,7 @@ import type {
   ReleaseRequest,
 } from '../../lease/types.ts';
 import { MAX_ID_LENGTH } from '../../lease/validate.ts';
-import type { Row, TextRow } from './client.ts';
+import type { Row, SqlNotice, TextRow } from './client.ts';
 
 export function toBigInt(value: unknown, column: string): bigint {
   if (typeof value === 'bigint') return value;
@@ -124,6 +124,31 @@ export function releaseRequestFromRow(row: Row): ReleaseRequest | undefined {
     throw new InternalError('unexpected value in column rq');
   }
   return { at: new Date(parsed[0] as number), operator: parsed[1], reason: parsed[2] };
+}
+
+/** What a refused acquire's notice reports of the live lease (migration 9, lease_held). */
+export interface HeldNotice {
+  readonly token: string;
+  readonly expiresAt: Date;
+  readonly holder: string;
+}
+
+/** The SQLSTATE of lease_held's NOTICE (migration 9). */
+export const HELD_SQLSTATE = 'WL002';
+
+/** The live lease a refused acquire's NOTICE carries, or undefined for any other notice. */
+export function heldNotice(n: SqlNotice): HeldNotice | undefined {
+  if (n.code !== HELD_SQLSTATE || typeof n.detail !== 'string') return undefined;
+  let d: { token?: unknown; expires_at?: unknown; holder?: unknown };
+  try {
+    d = JSON.parse(n.detail) as typeof d;
+  } catch {
+    return undefined;
+  }
+  if (typeof d?.token !== 'string' || !Number.isSafeInteger(d.expires_at) || typeof d.holder !== 'string') {
+    return undefined;
+  }
+  return { token: d.token, expiresAt: new Date(d.expires_at as number), holder: d.holder };
 }
 
 /** What a refused checkpoint / renew / release reports of the stored row (migration 8, lease_refused). */
