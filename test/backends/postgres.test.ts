@@ -272,7 +272,7 @@ describe('refusals (migration 8: decided in the UPDATE, raised as WL001)', () =>
     expect(quiet.code).toBe('LEASE_HELD');
     expect(quiet.details).toEqual({ workId: 'held' });
     expect(await b.admin.get('held')).toEqual(before);
-    // The notice listener went with the call: the one connection serves the next call alone.
+    // The one connection still serves the next call after two held acquires.
     expect((await b.renew(rec, 60_000)).fencingToken).toBe(rec.fencingToken);
   });
 

@@ -219,7 +219,8 @@ class PgClient implements SqlClient {
           );
           return;
         }
-        // The client is this statement's alone until release(): every notice it hears meanwhile is this statement's.
+        // The client is this statement's alone until call.release(), which also stops the listening:
+        // every notice it hears meanwhile is this statement's.
         if (onNotice !== undefined) client!.on('notice', onNotice);
         const call: InFlight = {
           deadline,
@@ -237,14 +238,13 @@ class PgClient implements SqlClient {
         client!.query(config, (err: Error | null, result: pg.QueryResult) => {
           if (call.timedOut) return;
           this.#watch.delete(call);
-          if (onNotice !== undefined) client!.removeListener('notice', onNotice);
           if (err !== null && err !== undefined) {
             const broken = isConnectionError(err);
-            release(broken ? err : undefined);
+            call.release(broken ? err : undefined);
             if (broken) this.#dropIdle(err);
             reject(classifySqlError(err, 'query', this.#url));
           } else {
-            release();
+            call.release();
             resolve(result.rows);
           }
         });

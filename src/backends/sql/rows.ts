@@ -126,6 +126,28 @@ export function releaseRequestFromRow(row: Row): ReleaseRequest | undefined {
   return { at: new Date(parsed[0] as number), operator: parsed[1], reason: parsed[2] };
 }
 
+/**
+ * The stored lease a refusal's DETAIL carries (migrations 8 and 9): JSON with the token (a decimal
+ * string), the expiry (epoch ms) and one more text field, `key`; undefined when it does not parse.
+ */
+function storedLease(
+  detail: unknown,
+  key: string,
+): { token: string; expiresAt: Date; text: string } | undefined {
+  if (typeof detail !== 'string') return undefined;
+  let d: Record<string, unknown>;
+  try {
+    d = JSON.parse(detail) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  const text = d?.[key];
+  if (typeof d?.token !== 'string' || !Number.isSafeInteger(d.expires_at) || typeof text !== 'string') {
+    return undefined;
+  }
+  return { token: d.token, expiresAt: new Date(d.expires_at as number), text };
+}
+
 /** What a refused acquire's notice reports of the live lease (migration 9, lease_held). */
 export interface HeldNotice {
   readonly token: string;
@@ -138,17 +160,9 @@ export const HELD_SQLSTATE = 'WL002';
 
 /** The live lease a refused acquire's NOTICE carries, or undefined for any other notice. */
 export function heldNotice(n: SqlNotice): HeldNotice | undefined {
-  if (n.code !== HELD_SQLSTATE || typeof n.detail !== 'string') return undefined;
-  let d: { token?: unknown; expires_at?: unknown; holder?: unknown };
-  try {
-    d = JSON.parse(n.detail) as typeof d;
-  } catch {
-    return undefined;
-  }
-  if (typeof d?.token !== 'string' || !Number.isSafeInteger(d.expires_at) || typeof d.holder !== 'string') {
-    return undefined;
-  }
-  return { token: d.token, expiresAt: new Date(d.expires_at as number), holder: d.holder };
+  if (n.code !== HELD_SQLSTATE) return undefined;
+  const s = storedLease(n.detail, 'holder');
+  return s === undefined ? undefined : { token: s.token, expiresAt: s.expiresAt, holder: s.text };
 }
 
 /** What a refused checkpoint / renew / release reports of the stored row (migration 8, lease_refused). */
@@ -171,19 +185,13 @@ export function refusedRow(err: unknown): RefusedRow | undefined {
   const cause =
     err instanceof Error ? (err.cause as { code?: unknown; detail?: unknown } | undefined) : undefined;
   if (cause?.code !== REFUSED_SQLSTATE) return undefined;
-  let d: unknown;
-  try {
-    d = typeof cause.detail === 'string' ? JSON.parse(cause.detail) : undefined;
-  } catch {
-    d = undefined;
-  }
-  const r = d as { token?: unknown; expires_at?: unknown; last_op?: unknown } | undefined;
-  if (typeof r?.token !== 'string' || !Number.isSafeInteger(r.expires_at) || typeof r.last_op !== 'string') {
+  const s = storedLease(cause.detail, 'last_op');
+  if (s === undefined) {
     throw new InternalError(`a lease call's refusal came without its stored row (${String(cause.detail)})`, {
       cause: err,
     });
   }
-  return { token: r.token, expires_at: new Date(r.expires_at as number), last_op: r.last_op };
+  return { token: s.token, expires_at: s.expiresAt, last_op: s.text };
 }
 
 const AUDIT_ACTIONS: readonly AuditAction[] = ['force-release', 'request-release'];
