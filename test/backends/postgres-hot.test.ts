@@ -319,3 +319,42 @@ describe.each([
     await got.release();
   });
 });
+
+describe('notifyEnd racing a release on postgres', () => {
+  it('a notifyEnd that waited on the row while a release committed answers false: that release sent no NOTIFY', async () => {
+    // notifyEnd reads its clock, then reaches the row. A release that starts more than 1 ms later
+    // and commits first sets an expiry (its statement time - 1 ms) after notifyEnd's clock: a test
+    // of the expiry alone called that ended lease live, and the waiter slept until its safety poll
+    // (an hour in test/holder/wait.test.ts, which timed out once in CI). Here another session holds
+    // the row lock while notifyEnd waits, and releases with the release statement itself.
+    const { b, schema } = await openPg();
+    const rec = await b.acquire('raced', 'h', 60_000);
+    const x = new pg.Client({ connectionString: PG_URL });
+    await x.connect();
+    try {
+      await x.query('BEGIN');
+      await x.query(`SELECT 1 FROM "${schema}".leases WHERE work_id = 'raced' FOR UPDATE`);
+      const asking = b.admin.notifyEnd!('raced', 10_000);
+      await expect
+        .poll(
+          async () =>
+            (
+              await admin.query(
+                `SELECT count(*)::int AS n FROM pg_stat_activity
+                 WHERE wait_event_type = 'Lock' AND query LIKE '%wanted_until%'`,
+              )
+            ).rows[0].n,
+          { timeout: 5000 },
+        )
+        .toBe(1);
+      await new Promise((r) => setTimeout(r, 20));
+      const release = buildStatements(schema, { serverVersionNum: 150000 }).release.text;
+      expect((await x.query(release, ['raced', rec.fencingToken.toString()])).rowCount).toBe(1);
+      await x.query('COMMIT');
+      expect(await asking).toBe(false);
+      expect((await b.admin.get('raced'))?.ended).toBe('released');
+    } finally {
+      await x.end();
+    }
+  });
+});

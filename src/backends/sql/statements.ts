@@ -411,12 +411,17 @@ WHERE l.work_id = $1`,
 
     // $1 work_id, $2 for_ms. A write of the waiter's own: no version, no change_xid (not a change
     // of the lease, not in the feed), no indexed column (HOT). No row: the lease is not live.
+    // The last_op test is what tells an ended lease: the clock is read before the row is reached,
+    // so a release that committed meanwhile (waited for on the row lock, or between this
+    // statement's snapshot and its read of the row) may have set an expiry after that clock; the
+    // expiry alone called it live, the release had sent no NOTIFY, and the waiter slept until its
+    // safety poll (test/backends/postgres-hot.test.ts, 'notifyEnd racing a release').
     notifyEnd: {
       text: `
 WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now)
 UPDATE ${L} l SET wanted_until = greatest(l.wanted_until, n.now + $2::integer ${MS})
 FROM n
-WHERE l.work_id = $1 AND l.expires_at > n.now
+WHERE l.work_id = $1 AND l.expires_at > n.now AND l.last_op NOT IN ('released', 'force-released', 'pruned')
 RETURNING true AS live`,
     },
 
