@@ -2,11 +2,11 @@
  * `npm run bench:overhead` (also `npm run bench -- --backends overhead`) — what the library adds to
  * a lease call on top of its own statement or script, on PostgreSQL and Redis.
  *
- * For renew and checkpoint (1 KiB) it times three calls that take turns call by call at 1 in
- * flight: the bench's raw baseline (the raw upsert, the raw one-key script: see `npm run bench`),
+ * For acquire (a first acquire of a new work id), renew and checkpoint (1 KiB) it times three
+ * calls that take turns call by call at 1 in flight: the bench's raw baseline (the raw upsert, the raw one-key script: see `npm run bench`),
  * the call's own statement or script sent straight through the same client library (`pg.Pool`
  * with the backend's plan mode; ioredis EVALSHA), and the call through an opened backend
- * (`backend.renew`, `backend.checkpoint`). The statement's ratio is what the server's work leaves
+ * (`backend.acquire`, `backend.renew`, `backend.checkpoint`). The statement's ratio is what the server's work leaves
  * of the target; the gap between statement and library is the library's own work: argument
  * checks, telemetry, the deadline, decoding the answer. At 1 in flight the client sleeps between
  * round trips and its caches are cold, so that work costs several times what a hot loop shows.
@@ -38,6 +38,8 @@ interface Side {
   raw: Call;
   /** The call's own statement or script for `lease`, sent through the client library. */
   direct(call: 'renew' | 'checkpoint', lease: LeaseRecord): Call;
+  /** acquire's own statement or script, a first acquire of `${prefix}:${i}` on turn i. */
+  directAcquire(prefix: string): Call;
   close(): Promise<void>;
 }
 
@@ -53,6 +55,8 @@ async function postgresSide(url: string, ns: string): Promise<Side> {
   const sql = buildStatements(ns, { serverVersionNum: version });
   return {
     raw: () => base.run(0),
+    directAcquire: (prefix) => (i) =>
+      pool.query({ ...sql.acquire, values: [`${prefix}:${i}`, 'bench', TTL_MS, null] }),
     direct: (call, lease) => {
       const token = lease.fencingToken.toString();
       return call === 'renew'
@@ -71,8 +75,26 @@ async function redisSide(url: string, ns: string): Promise<Side> {
   const redis = new Redis(url);
   const buckets = Number(await redis.hget(`${ns}:meta`, 'buckets'));
   const layout = new Layout(ns, buckets);
+  // acquire's script checks the dataset id the backend opened (scripts.ts, ACQUIRE_IDENTITY).
+  const datasets = await Promise.all(layout.id.map((k) => redis.get(k)));
   return {
     raw: () => base.run(0),
+    directAcquire: (prefix) => (i) => {
+      const workId = `${prefix}:${i}`;
+      const b = layout.bucketOf(workId);
+      return redis.evalsha(
+        S.acquire.sha,
+        3,
+        layout.m[b]!,
+        layout.chg[b]!,
+        layout.wake[b]!,
+        workId,
+        'bench',
+        String(TTL_MS),
+        '',
+        datasets[b]!,
+      );
+    },
     direct: (call, lease) => {
       const b = layout.bucketOf(lease.workId);
       const token = lease.fencingToken.toString();
@@ -118,20 +140,31 @@ async function benchSide(
     await backend.checkpoint(lib, STATE_1K, TTL_MS);
     console.log(`\n${kind} (${backend.url}), 1 in flight, calls taking turns, median of ${rounds} x ${ops}`);
     console.log(`${'call'.padEnd(30)}${'us/call'.padStart(9)}${'ratio'.padStart(8)}${'adds us'.padStart(9)}`);
-    for (const call of ['renew', 'checkpoint'] as const) {
+    let round = 0;
+    for (const call of ['acquire', 'renew', 'checkpoint'] as const) {
       const contender = (name: string, fn: Call): Contender => ({ name, prepare: async () => fn });
+      // First acquires: every turn of every round takes a new work id, both ways.
+      const fresh = (make: (prefix: string) => Call, name: string): Contender => ({
+        name,
+        prepare: async () => make(`${name}-${++round}`),
+      });
       const run =
         call === 'renew' ? () => backend.renew(lib, TTL_MS) : () => backend.checkpoint(lib, STATE_1K, TTL_MS);
       const [base, stmt, library] = await interleave(
         contender('raw', side.raw),
-        [
-          contender(kind === 'postgres' ? 'statement' : 'script', side.direct(call, direct)),
-          contender('library', run),
-        ],
+        call === 'acquire'
+          ? [
+              fresh(side.directAcquire, kind === 'postgres' ? 'statement' : 'script'),
+              fresh((prefix) => (i) => backend.acquire(`${prefix}:${i}`, 'bench', TTL_MS), 'library'),
+            ]
+          : [
+              contender(kind === 'postgres' ? 'statement' : 'script', side.direct(call, direct)),
+              contender('library', run),
+            ],
         { ops, inFlight: 1, rounds },
       );
       const us = (rate: number): number => 1e6 / rate;
-      const label = call === 'renew' ? 'renew' : 'checkpoint 1 KiB';
+      const label = call === 'checkpoint' ? 'checkpoint 1 KiB' : call;
       console.log(
         `${`${label}: raw baseline`.padEnd(30)}${us(base!.rate).toFixed(1).padStart(9)}${'1.00x'.padStart(8)}`,
       );
