@@ -357,4 +357,44 @@ describe('notifyEnd racing a release on postgres', () => {
       await x.end();
     }
   });
+
+  it('a waiting claim whose notifyEnd waited on the row while the lease was released takes it at once', async () => {
+    // The same race through claim: with the answer true, nothing woke the waiter before the end of
+    // its 30 s wait (the holder's expiry is a minute away, the poll an hour): before the fix this
+    // test timed out at vitest's 30 s.
+    const { b, schema } = await openPg();
+    const held = await b.acquire('raced-claim', 'a', 60_000);
+    const release = buildStatements(schema, { serverVersionNum: 150000 }).release.text;
+    const x = new pg.Client({ connectionString: PG_URL });
+    await x.connect();
+    try {
+      const racing: LeaseBackend = {
+        ...b,
+        admin: {
+          ...b.admin,
+          notifyEnd: async (workId, forMs) => {
+            await x.query('BEGIN');
+            await x.query(`SELECT 1 FROM "${schema}".leases WHERE work_id = $1 FOR UPDATE`, [workId]);
+            const asking = b.admin.notifyEnd!(workId, forMs);
+            await new Promise((r) => setTimeout(r, 50));
+            await x.query(release, [workId, held.fencingToken.toString()]);
+            await x.query('COMMIT');
+            return asking;
+          },
+        },
+      };
+      const started = performance.now();
+      const won = await claim(racing, 'raced-claim', 'b', {
+        ttlMs: 60_000,
+        waitMs: 30_000,
+        waitPollMs: HOUR,
+      });
+      expect(performance.now() - started).toBeLessThan(5000);
+      expect(won.token > held.fencingToken).toBe(true);
+      expect(won.expired).toBe(false);
+      await won.release();
+    } finally {
+      await x.end();
+    }
+  });
 });
