@@ -398,3 +398,51 @@ describe('notifyEnd racing a release on postgres', () => {
     }
   });
 });
+
+describe('a heartbeat racing its own release on postgres', () => {
+  // A renew or checkpoint takes its time at its start, then waits for the row (here behind another
+  // session's lock, as behind a checkpoint of the same holder). A release that starts more than
+  // 1 ms later and gets the row first sets an expiry (its time - 1 ms) after the waiting call's
+  // time: judged by token and expiry alone, that call renewed the released lease, which then
+  // refused every acquire until its new expiry while it read as released.
+  for (const call of ['renew', 'checkpoint'] as const) {
+    it(`a ${call} that waited on the row while the lease was released is refused, and the lease stays released`, async () => {
+      const { b, schema } = await openPg();
+      const rec = await b.acquire(`raced-${call}`, 'h', 60_000);
+      const release = buildStatements(schema, { serverVersionNum: 150000 }).release.text;
+      const x = new pg.Client({ connectionString: PG_URL });
+      await x.connect();
+      try {
+        await x.query('BEGIN');
+        await x.query(`SELECT 1 FROM "${schema}".leases WHERE work_id = $1 FOR UPDATE`, [rec.workId]);
+        const heartbeat =
+          call === 'renew' ? b.renew(rec, 60_000) : b.checkpoint(rec, new Uint8Array([1, 2, 3]), 60_000);
+        const outcome = codeOf(heartbeat);
+        await expect
+          .poll(
+            async () =>
+              (
+                await admin.query(
+                  `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+                  [`%${schema}%`],
+                )
+              ).rows[0].n,
+            { timeout: 5000 },
+          )
+          .toBe(1);
+        await new Promise((r) => setTimeout(r, 20));
+        expect((await x.query(release, [rec.workId, rec.fencingToken.toString()])).rowCount).toBe(1);
+        await x.query('COMMIT');
+        expect(await outcome).toBe('LEASE_EXPIRED');
+        const info = await b.admin.get(rec.workId);
+        expect(info?.ended).toBe('released');
+        expect(info!.expiresAt.getTime()).toBeLessThanOrEqual((await b.admin.serverTime()).getTime());
+        expect(info?.checkpointSize ?? null).toBeNull();
+        const next = await b.acquire(rec.workId, 'next', 60_000);
+        expect(next.fencingToken > rec.fencingToken).toBe(true);
+      } finally {
+        await x.end();
+      }
+    });
+  }
+});
