@@ -12,11 +12,16 @@ import { buildStatements } from '../../src/backends/sql/statements.ts';
 import { claim, type LeaseBackend } from '../../src/index.ts';
 import { codeOf, PG_URL, uniqueNamespace } from '../support/backends.ts';
 import { quietCursor } from '../support/feed.ts';
+import { holdRow, type RowLock } from '../support/row-lock.ts';
 
 const schemas: string[] = [];
 const backends: LeaseBackend[] = [];
 let admin: pg.Client;
 const HOUR = 3_600_000;
+
+/** The release statement, run by hand in another session's transaction (holdRow). */
+const releaseText = (schema: string): string =>
+  buildStatements(schema, { serverVersionNum: 150000 }).release.text;
 
 async function openPg(): Promise<{ b: LeaseBackend; schema: string }> {
   const schema = uniqueNamespace('pgh');
@@ -329,32 +334,19 @@ describe('notifyEnd racing a release on postgres', () => {
     // the row lock while notifyEnd waits, and releases with the release statement itself.
     const { b, schema } = await openPg();
     const rec = await b.acquire('raced', 'h', 60_000);
-    const x = new pg.Client({ connectionString: PG_URL });
-    await x.connect();
+    const lock = await holdRow(schema, 'raced');
     try {
-      await x.query('BEGIN');
-      await x.query(`SELECT 1 FROM "${schema}".leases WHERE work_id = 'raced' FOR UPDATE`);
       const asking = b.admin.notifyEnd!('raced', 10_000);
-      await expect
-        .poll(
-          async () =>
-            (
-              await admin.query(
-                `SELECT count(*)::int AS n FROM pg_stat_activity
-                 WHERE wait_event_type = 'Lock' AND query LIKE '%wanted_until%'`,
-              )
-            ).rows[0].n,
-          { timeout: 5000 },
-        )
-        .toBe(1);
+      await lock.waiting();
       await new Promise((r) => setTimeout(r, 20));
-      const release = buildStatements(schema, { serverVersionNum: 150000 }).release.text;
-      expect((await x.query(release, ['raced', rec.fencingToken.toString()])).rowCount).toBe(1);
-      await x.query('COMMIT');
+      expect((await lock.query(releaseText(schema), ['raced', rec.fencingToken.toString()])).rowCount).toBe(
+        1,
+      );
+      await lock.commit();
       expect(await asking).toBe(false);
       expect((await b.admin.get('raced'))?.ended).toBe('released');
     } finally {
-      await x.end();
+      await lock.close();
     }
   });
 
@@ -364,21 +356,20 @@ describe('notifyEnd racing a release on postgres', () => {
     // test timed out at vitest's 30 s.
     const { b, schema } = await openPg();
     const held = await b.acquire('raced-claim', 'a', 60_000);
-    const release = buildStatements(schema, { serverVersionNum: 150000 }).release.text;
-    const x = new pg.Client({ connectionString: PG_URL });
-    await x.connect();
+    const locks: RowLock[] = [];
     try {
       const racing: LeaseBackend = {
         ...b,
         admin: {
           ...b.admin,
           notifyEnd: async (workId, forMs) => {
-            await x.query('BEGIN');
-            await x.query(`SELECT 1 FROM "${schema}".leases WHERE work_id = $1 FOR UPDATE`, [workId]);
+            const lock = await holdRow(schema, workId);
+            locks.push(lock);
             const asking = b.admin.notifyEnd!(workId, forMs);
-            await new Promise((r) => setTimeout(r, 50));
-            await x.query(release, [workId, held.fencingToken.toString()]);
-            await x.query('COMMIT');
+            await lock.waiting();
+            await new Promise((r) => setTimeout(r, 20));
+            await lock.query(releaseText(schema), [workId, held.fencingToken.toString()]);
+            await lock.commit();
             return asking;
           },
         },
@@ -393,8 +384,9 @@ describe('notifyEnd racing a release on postgres', () => {
       expect(won.token > held.fencingToken).toBe(true);
       expect(won.expired).toBe(false);
       await won.release();
+      expect(locks.length).toBe(1);
     } finally {
-      await x.end();
+      for (const lock of locks) await lock.close();
     }
   });
 });
@@ -409,30 +401,17 @@ describe('a heartbeat racing its own release on postgres', () => {
     it(`a ${call} that waited on the row while the lease was released is refused, and the lease stays released`, async () => {
       const { b, schema } = await openPg();
       const rec = await b.acquire(`raced-${call}`, 'h', 60_000);
-      const release = buildStatements(schema, { serverVersionNum: 150000 }).release.text;
-      const x = new pg.Client({ connectionString: PG_URL });
-      await x.connect();
+      const lock = await holdRow(schema, rec.workId);
       try {
-        await x.query('BEGIN');
-        await x.query(`SELECT 1 FROM "${schema}".leases WHERE work_id = $1 FOR UPDATE`, [rec.workId]);
-        const heartbeat =
-          call === 'renew' ? b.renew(rec, 60_000) : b.checkpoint(rec, new Uint8Array([1, 2, 3]), 60_000);
-        const outcome = codeOf(heartbeat);
-        await expect
-          .poll(
-            async () =>
-              (
-                await admin.query(
-                  `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
-                  [`%${schema}%`],
-                )
-              ).rows[0].n,
-            { timeout: 5000 },
-          )
-          .toBe(1);
+        const outcome = codeOf(
+          call === 'renew' ? b.renew(rec, 60_000) : b.checkpoint(rec, new Uint8Array([1, 2, 3]), 60_000),
+        );
+        await lock.waiting();
         await new Promise((r) => setTimeout(r, 20));
-        expect((await x.query(release, [rec.workId, rec.fencingToken.toString()])).rowCount).toBe(1);
-        await x.query('COMMIT');
+        expect(
+          (await lock.query(releaseText(schema), [rec.workId, rec.fencingToken.toString()])).rowCount,
+        ).toBe(1);
+        await lock.commit();
         expect(await outcome).toBe('LEASE_EXPIRED');
         const info = await b.admin.get(rec.workId);
         expect(info?.ended).toBe('released');
@@ -441,7 +420,7 @@ describe('a heartbeat racing its own release on postgres', () => {
         const next = await b.acquire(rec.workId, 'next', 60_000);
         expect(next.fencingToken > rec.fencingToken).toBe(true);
       } finally {
-        await x.end();
+        await lock.close();
       }
     });
   }

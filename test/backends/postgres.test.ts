@@ -15,6 +15,7 @@ import type { LeaseBackend, LeaseChange, LeaseRecord, OpenOptions, WorkleaseErro
 import { codeOf, PG_URL, uniqueNamespace } from '../support/backends.ts';
 import { quietCursor } from '../support/feed.ts';
 import { startProxy } from '../support/proxy.ts';
+import { holdRow } from '../support/row-lock.ts';
 import { expectLeaseInfoReadsAgree } from './sql-lease-info.ts';
 
 const schemas: string[] = [];
@@ -348,29 +349,17 @@ describe('connections', () => {
     const schema = newSchema();
     const b = await open(schema, { poolSize: 2 });
     const rec = await b.acquire('locked', 'h', 30_000);
-    const blocker = new pg.Client({ connectionString: PG_URL });
-    await blocker.connect();
+    const lock = await holdRow(schema, 'locked');
     try {
-      await blocker.query('BEGIN');
-      await blocker.query(`SELECT 1 FROM "${schema}".leases WHERE work_id = 'locked' FOR UPDATE`);
       const pending = codeOf(b.renew(rec, 30_000));
       // Wait until the renew is blocked on the row lock, then cut its connection.
-      await expect
-        .poll(async () => {
-          const { rows } = await admin.query(
-            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
-            [`worklease:${schema}`],
-          );
-          return rows[0].n;
-        })
-        .toBe(1);
+      await lock.waiting();
       await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [
         await ourPids(schema),
       ]);
       expect(await pending).toBe('BACKEND_UNAVAILABLE');
     } finally {
-      await blocker.query('ROLLBACK');
-      await blocker.end();
+      await lock.close();
     }
     expect((await b.renew(rec, 30_000)).fencingToken).toBe(rec.fencingToken);
   });
@@ -379,17 +368,13 @@ describe('connections', () => {
     const schema = newSchema();
     const b = await open(schema, { poolSize: 1, callTimeoutMs: 300 });
     const rec = await b.acquire('slow', 'h', 30_000);
-    const blocker = new pg.Client({ connectionString: PG_URL });
-    await blocker.connect();
+    const lock = await holdRow(schema, 'slow');
     try {
-      await blocker.query('BEGIN');
-      await blocker.query(`SELECT 1 FROM "${schema}".leases WHERE work_id = 'slow' FOR UPDATE`);
       const started = Date.now();
       expect(await codeOf(b.renew(rec, 30_000))).toBe('BACKEND_UNAVAILABLE');
       expect(Date.now() - started).toBeLessThan(10_000); // liveness only
     } finally {
-      await blocker.query('ROLLBACK');
-      await blocker.end();
+      await lock.close();
     }
     // The pool (size 1) is usable again.
     expect((await b.renew(rec, 30_000)).fencingToken).toBe(rec.fencingToken);
