@@ -22,6 +22,9 @@ const HOUR = 3_600_000;
 /** The release statement, run by hand in another session's transaction (holdRow). */
 const releaseText = (schema: string): string =>
   buildStatements(schema, { serverVersionNum: 150000 }).release.text;
+/** The prune statement, likewise ($1 olderThanMs, $2 limit). */
+const pruneText = (schema: string): string =>
+  buildStatements(schema, { serverVersionNum: 150000 }).prune.text;
 
 async function openPg(): Promise<{ b: LeaseBackend; schema: string }> {
   const schema = uniqueNamespace('pgh');
@@ -391,7 +394,7 @@ describe('notifyEnd racing a release on postgres', () => {
   });
 });
 
-describe('a heartbeat racing its own release on postgres', () => {
+describe('a heartbeat racing an end of its lease on postgres', () => {
   // A renew or checkpoint takes its time at its start, then waits for the row (here behind another
   // session's lock, as behind a checkpoint of the same holder). A release that starts more than
   // 1 ms later and gets the row first sets an expiry (its time - 1 ms) after the waiting call's
@@ -417,6 +420,34 @@ describe('a heartbeat racing its own release on postgres', () => {
         expect(info?.ended).toBe('released');
         expect(info!.expiresAt.getTime()).toBeLessThanOrEqual((await b.admin.serverTime()).getTime());
         expect(info?.checkpointSize ?? null).toBeNull();
+        const next = await b.acquire(rec.workId, 'next', 60_000);
+        expect(next.fencingToken > rec.fencingToken).toBe(true);
+      } finally {
+        await lock.close();
+      }
+    });
+
+    it(`a ${call} that started before the lease ran out and waited on the row while it was pruned is refused`, async () => {
+      // The same with a prune (olderThanMs 0) of the lease once it ran out: the waiting call's time
+      // is before the expiry, so by token, expiry and end alone it renewed the tombstone, which
+      // stayed hidden (get and list skip tombstones) while it refused every acquire.
+      const { b, schema } = await openPg();
+      const rec = await b.acquire(`pruned-${call}`, 'h', 1000);
+      const lock = await holdRow(schema, rec.workId);
+      try {
+        const outcome = codeOf(
+          call === 'renew' ? b.renew(rec, 60_000) : b.checkpoint(rec, new Uint8Array([1, 2, 3]), 60_000),
+        );
+        await lock.waiting();
+        await expect
+          .poll(async () => (await b.admin.serverTime()).getTime() > rec.expiresAt.getTime() + 20, {
+            timeout: 5000,
+          })
+          .toBe(true);
+        expect((await lock.query(pruneText(schema), [0, 100])).rows[0].pruned).toBe(1);
+        await lock.commit();
+        expect(await outcome).toBe('FENCED');
+        expect(await b.admin.get(rec.workId)).toBeNull();
         const next = await b.acquire(rec.workId, 'next', 60_000);
         expect(next.fencingToken > rec.fencingToken).toBe(true);
       } finally {

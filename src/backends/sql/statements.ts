@@ -160,7 +160,8 @@ const MS = `* interval '1 millisecond'`;
  * wait; only a wait for a table lock (a migration's ALTER TABLE) now lies after the time a call
  * decides by, as a row-lock wait always did (the decision then errs the way it does there: a
  * lease that ran out during the wait can still be renewed, never one another holder took nor one
- * released meanwhile, since the UPDATE re-checks the token and `ended` on the row it locked). It needs no plan node of its own: a renew
+ * released or pruned meanwhile, since the UPDATE re-checks the token, `ended` and `last_op` on the
+ * row it locked). It needs no plan node of its own: a renew
  * at 1 in flight ran at 0.866–0.883x the raw upsert against 0.843–0.860x with the CTE (the two
  * statements taking turns in one process, 3 runs of 9 rounds of 1 000); through the backend
  * (`npm run bench:overhead`, 3 alternating runs of each) 0.82–0.83x against 0.80–0.83x.
@@ -297,13 +298,16 @@ export function buildStatements(schemaName: string, options: StatementOptions): 
   // stored token, expiry and last_op, on the row version the UPDATE refused (see the header). The
   // work_id test inside the CASE is redundant with the index condition; it keeps the refusal from
   // ever running on another row, whatever order the planner gives the conditions.
-  // `ended IS NULL`: the call's time (NOW) is taken before it waits for the row, and a release
-  // that started more than 1 ms later but got the row first leaves an expiry after that time; by
-  // token and expiry alone a renew or checkpoint that waited (behind a checkpoint of the same
-  // holder, say) renewed the released lease, which then refused every acquire until its new expiry
-  // while it read as released (test/backends/postgres-hot.test.ts, 'a heartbeat racing its own
-  // release'). The holder's token is only ever ended by its own release: a force-release bumps it.
-  const accepts = `CASE WHEN l.token = $2 AND l.expires_at > ${NOW} AND l.ended IS NULL THEN true
+  // `ended IS NULL` and not a tombstone: the call's time (NOW) is taken before it waits for the
+  // row, so the row it finally gets may have been ended meanwhile with an expiry after that time.
+  // By token and expiry alone a renew or checkpoint that waited (behind a checkpoint of the same
+  // holder, say) renewed a lease its holder's release, started later but first on the row, had
+  // ended: it then refused every acquire until its new expiry while it read as released. And one
+  // that started just before the lease ran out renewed the tombstone that a prune (olderThanMs
+  // below the call timeout) had made of it meanwhile, a lease hidden from get and list that refused
+  // every acquire (test/backends/postgres-hot.test.ts, 'a heartbeat racing an end of its lease').
+  // A force-release bumps the token, so the token test covers it.
+  const accepts = `CASE WHEN l.token = $2 AND l.expires_at > ${NOW} AND l.ended IS NULL AND l.last_op <> 'pruned' THEN true
     WHEN l.work_id = $1 THEN ${s}.lease_refused(l.token, l.expires_at, l.last_op) ELSE false END`;
   // The SET list of the writes that end a lease at `now` (release, forceRelease): expiry just
   // before it, the request cleared, one more in the row's `counter` of such ends, a feed entry.
