@@ -400,16 +400,27 @@ describe('a heartbeat racing an end of its lease on postgres', () => {
   // 1 ms later and gets the row first sets an expiry (its time - 1 ms) after the waiting call's
   // time: judged by token and expiry alone, that call renewed the released lease, which then
   // refused every acquire until its new expiry while it read as released.
+  /** A new lease on `workId` whose `call` (ttl 60 s) is sent while another session holds the row; once it waits. */
+  async function heartbeatBehindLock(call: 'renew' | 'checkpoint', workId: string, ttlMs: number) {
+    const { b, schema } = await openPg();
+    const rec = await b.acquire(workId, 'h', ttlMs);
+    const lock = await holdRow(schema, workId);
+    try {
+      const outcome = codeOf(
+        call === 'renew' ? b.renew(rec, 60_000) : b.checkpoint(rec, new Uint8Array([1, 2, 3]), 60_000),
+      );
+      await lock.waiting();
+      return { b, schema, rec, lock, outcome };
+    } catch (err) {
+      await lock.close();
+      throw err;
+    }
+  }
+
   for (const call of ['renew', 'checkpoint'] as const) {
     it(`a ${call} that waited on the row while the lease was released is refused, and the lease stays released`, async () => {
-      const { b, schema } = await openPg();
-      const rec = await b.acquire(`raced-${call}`, 'h', 60_000);
-      const lock = await holdRow(schema, rec.workId);
+      const { b, schema, rec, lock, outcome } = await heartbeatBehindLock(call, `raced-${call}`, 60_000);
       try {
-        const outcome = codeOf(
-          call === 'renew' ? b.renew(rec, 60_000) : b.checkpoint(rec, new Uint8Array([1, 2, 3]), 60_000),
-        );
-        await lock.waiting();
         await new Promise((r) => setTimeout(r, 20));
         expect(
           (await lock.query(releaseText(schema), [rec.workId, rec.fencingToken.toString()])).rowCount,
@@ -431,14 +442,8 @@ describe('a heartbeat racing an end of its lease on postgres', () => {
       // The same with a prune (olderThanMs 0) of the lease once it ran out: the waiting call's time
       // is before the expiry, so by token, expiry and end alone it renewed the tombstone, which
       // stayed hidden (get and list skip tombstones) while it refused every acquire.
-      const { b, schema } = await openPg();
-      const rec = await b.acquire(`pruned-${call}`, 'h', 1000);
-      const lock = await holdRow(schema, rec.workId);
+      const { b, schema, rec, lock, outcome } = await heartbeatBehindLock(call, `pruned-${call}`, 1000);
       try {
-        const outcome = codeOf(
-          call === 'renew' ? b.renew(rec, 60_000) : b.checkpoint(rec, new Uint8Array([1, 2, 3]), 60_000),
-        );
-        await lock.waiting();
         await expect
           .poll(async () => (await b.admin.serverTime()).getTime() > rec.expiresAt.getTime() + 20, {
             timeout: 5000,
