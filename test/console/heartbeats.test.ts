@@ -147,16 +147,17 @@ describe.each(targets)('heartbeat checks on $kind', (target) => {
 
   it('never shows a lease kept alive by renews as expired, across many sweeps with a short ttl', async () => {
     const writer = await open();
-    // The ttl (400 ms) is far shorter than the interval (1 s): between two sweeps every row the
-    // model holds is past its expiresAt by the backend's clock.
+    // The ttl (600 ms) is far shorter than the interval (1 s): between two sweeps every row the
+    // model holds is past its expiresAt by the backend's clock. Renews every 100 ms leave 500 ms
+    // for a stall of this process (with 400 ms, the lease once ran out under a loaded test run).
     const { model, clock } = await startModel(writer, { heartbeatCheckMs: 1000 });
     closers.push(() => model.close());
-    let rec = await writer.acquire('kept-alive', 'worker-c', 400);
+    let rec = await writer.acquire('kept-alive', 'worker-c', 600);
     let renewing = true;
     const renewer = (async () => {
       while (renewing) {
         await sleep(100);
-        rec = await writer.renew(rec, 400);
+        rec = await writer.renew(rec, 600);
       }
     })();
     try {
