@@ -3,11 +3,11 @@
  * a lease call on top of its own statement or script, on PostgreSQL and Redis.
  *
  * For acquire (a first acquire of a new work id), renew and checkpoint (1 KiB) it times three
- * calls that take turns call by call at 1 in flight: the bench's raw baseline (the raw upsert, the raw one-key script: see `npm run bench`),
- * the call's own statement or script sent straight through the same client library (`pg.Pool`
- * with the backend's plan mode; ioredis EVALSHA), and the call through an opened backend
- * (`backend.acquire`, `backend.renew`, `backend.checkpoint`). The statement's ratio is what the server's work leaves
- * of the target; the gap between statement and library is the library's own work: argument
+ * calls that take turns call by call at 1 in flight: the bench's raw baseline (the raw upsert,
+ * the raw one-key script: see `npm run bench`), the call's own statement or script sent straight
+ * through the same client library (`pg.Pool` with the backend's plan mode; ioredis EVALSHA), and
+ * the call through an opened backend (`backend.acquire`, `backend.renew`, `backend.checkpoint`).
+ * The statement's ratio is what the server's work leaves of the target; the gap between statement and library is the library's own work: argument
  * checks, telemetry, the deadline, decoding the answer. At 1 in flight the client sleeps between
  * round trips and its caches are cold, so that work costs several times what a hot loop shows.
  *
@@ -140,29 +140,34 @@ async function benchSide(
     await backend.checkpoint(lib, STATE_1K, TTL_MS);
     console.log(`\n${kind} (${backend.url}), 1 in flight, calls taking turns, median of ${rounds} x ${ops}`);
     console.log(`${'call'.padEnd(30)}${'us/call'.padStart(9)}${'ratio'.padStart(8)}${'adds us'.padStart(9)}`);
+    const own = kind === 'postgres' ? 'statement' : 'script';
+    const contender = (name: string, fn: Call): Contender => ({ name, prepare: async () => fn });
+    // First acquires: every turn of every round takes a new work id, both ways.
     let round = 0;
+    const fresh = (name: string, make: (prefix: string) => Call): Contender => ({
+      name,
+      prepare: async () => make(`${name}-${++round}`),
+    });
+    const contenders = {
+      acquire: [
+        fresh(own, side.directAcquire),
+        fresh('library', (prefix) => (i) => backend.acquire(`${prefix}:${i}`, 'bench', TTL_MS)),
+      ],
+      renew: [
+        contender(own, side.direct('renew', direct)),
+        contender('library', () => backend.renew(lib, TTL_MS)),
+      ],
+      checkpoint: [
+        contender(own, side.direct('checkpoint', direct)),
+        contender('library', () => backend.checkpoint(lib, STATE_1K, TTL_MS)),
+      ],
+    };
     for (const call of ['acquire', 'renew', 'checkpoint'] as const) {
-      const contender = (name: string, fn: Call): Contender => ({ name, prepare: async () => fn });
-      // First acquires: every turn of every round takes a new work id, both ways.
-      const fresh = (make: (prefix: string) => Call, name: string): Contender => ({
-        name,
-        prepare: async () => make(`${name}-${++round}`),
+      const [base, stmt, library] = await interleave(contender('raw', side.raw), contenders[call], {
+        ops,
+        inFlight: 1,
+        rounds,
       });
-      const run =
-        call === 'renew' ? () => backend.renew(lib, TTL_MS) : () => backend.checkpoint(lib, STATE_1K, TTL_MS);
-      const [base, stmt, library] = await interleave(
-        contender('raw', side.raw),
-        call === 'acquire'
-          ? [
-              fresh(side.directAcquire, kind === 'postgres' ? 'statement' : 'script'),
-              fresh((prefix) => (i) => backend.acquire(`${prefix}:${i}`, 'bench', TTL_MS), 'library'),
-            ]
-          : [
-              contender(kind === 'postgres' ? 'statement' : 'script', side.direct(call, direct)),
-              contender('library', run),
-            ],
-        { ops, inFlight: 1, rounds },
-      );
       const us = (rate: number): number => 1e6 / rate;
       const label = call === 'checkpoint' ? 'checkpoint 1 KiB' : call;
       console.log(

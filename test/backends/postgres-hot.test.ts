@@ -19,12 +19,8 @@ const backends: LeaseBackend[] = [];
 let admin: pg.Client;
 const HOUR = 3_600_000;
 
-/** The release statement, run by hand in another session's transaction (holdRow). */
-const releaseText = (schema: string): string =>
-  buildStatements(schema, { serverVersionNum: 150000 }).release.text;
-/** The prune statement, likewise ($1 olderThanMs, $2 limit). */
-const pruneText = (schema: string): string =>
-  buildStatements(schema, { serverVersionNum: 150000 }).prune.text;
+/** The backend's statements for `schema`, to run by hand (EXPLAIN, or in holdRow's transaction). */
+const statementsOf = (schema: string) => buildStatements(schema, { serverVersionNum: 150000 });
 
 async function openPg(): Promise<{ b: LeaseBackend; schema: string }> {
   const schema = uniqueNamespace('pgh');
@@ -88,7 +84,7 @@ describe('HOT renews on postgres', () => {
     const rec = await b.acquire('wal', 'h', 60_000);
     const state = new Uint8Array(1024).map((_, i) => (i * 31) & 0xff);
     await b.checkpoint(rec, state, 60_000);
-    const renew = buildStatements(schema, { serverVersionNum: 150000 }).renew.text;
+    const renew = statementsOf(schema).renew.text;
     const walBytes: number[] = [];
     for (let i = 0; i < 9; i++) {
       const { rows } = await admin.query(`EXPLAIN (ANALYZE, WAL, FORMAT JSON) ${renew}`, [
@@ -342,9 +338,10 @@ describe('notifyEnd racing a release on postgres', () => {
       const asking = b.admin.notifyEnd!('raced', 10_000);
       await lock.waiting();
       await new Promise((r) => setTimeout(r, 20));
-      expect((await lock.query(releaseText(schema), ['raced', rec.fencingToken.toString()])).rowCount).toBe(
-        1,
-      );
+      expect(
+        (await lock.query(statementsOf(schema).release.text, ['raced', rec.fencingToken.toString()]))
+          .rowCount,
+      ).toBe(1);
       await lock.commit();
       expect(await asking).toBe(false);
       expect((await b.admin.get('raced'))?.ended).toBe('released');
@@ -371,7 +368,7 @@ describe('notifyEnd racing a release on postgres', () => {
             const asking = b.admin.notifyEnd!(workId, forMs);
             await lock.waiting();
             await new Promise((r) => setTimeout(r, 20));
-            await lock.query(releaseText(schema), [workId, held.fencingToken.toString()]);
+            await lock.query(statementsOf(schema).release.text, [workId, held.fencingToken.toString()]);
             await lock.commit();
             return asking;
           },
@@ -423,7 +420,8 @@ describe('a heartbeat racing an end of its lease on postgres', () => {
       try {
         await new Promise((r) => setTimeout(r, 20));
         expect(
-          (await lock.query(releaseText(schema), [rec.workId, rec.fencingToken.toString()])).rowCount,
+          (await lock.query(statementsOf(schema).release.text, [rec.workId, rec.fencingToken.toString()]))
+            .rowCount,
         ).toBe(1);
         await lock.commit();
         expect(await outcome).toBe('LEASE_EXPIRED');
@@ -449,7 +447,7 @@ describe('a heartbeat racing an end of its lease on postgres', () => {
             timeout: 5000,
           })
           .toBe(true);
-        expect((await lock.query(pruneText(schema), [0, 100])).rows[0].pruned).toBe(1);
+        expect((await lock.query(statementsOf(schema).prune.text, [0, 100])).rows[0].pruned).toBe(1);
         await lock.commit();
         expect(await outcome).toBe('FENCED');
         expect(await b.admin.get(rec.workId)).toBeNull();

@@ -298,16 +298,17 @@ export function buildStatements(schemaName: string, options: StatementOptions): 
   // stored token, expiry and last_op, on the row version the UPDATE refused (see the header). The
   // work_id test inside the CASE is redundant with the index condition; it keeps the refusal from
   // ever running on another row, whatever order the planner gives the conditions.
-  // `ended IS NULL` and not a tombstone: the call's time (NOW) is taken before it waits for the
-  // row, so the row it finally gets may have been ended meanwhile with an expiry after that time.
-  // By token and expiry alone a renew or checkpoint that waited (behind a checkpoint of the same
-  // holder, say) renewed a lease its holder's release, started later but first on the row, had
-  // ended: it then refused every acquire until its new expiry while it read as released. And one
-  // that started just before the lease ran out renewed the tombstone that a prune (olderThanMs
-  // below the call timeout) had made of it meanwhile, a lease hidden from get and list that refused
-  // every acquire (test/backends/postgres-hot.test.ts, 'a heartbeat racing an end of its lease').
-  // A force-release bumps the token, so the token test covers it.
-  const accepts = `CASE WHEN l.token = $2 AND l.expires_at > ${NOW} AND l.ended IS NULL AND l.last_op <> 'pruned' THEN true
+  // A row whose lease no release, force-release or prune has ended, whatever its expiry. The
+  // expiry alone cannot tell: a call takes its time (NOW, clock_timestamp()) before it waits for
+  // the row, and an end that started later but got the row first sets an expiry (its own time - 1
+  // ms) after that time. By expiry alone a renew or checkpoint that waited (behind a checkpoint of
+  // the same holder, say) renewed a lease its holder had just released, or the tombstone a prune
+  // (olderThanMs below the call timeout) had just made of it, and the row refused every acquire
+  // until its new expiry; notifyEnd called such a lease live, the end had sent no NOTIFY, and the
+  // waiter slept until its safety poll (test/backends/postgres-hot.test.ts, the racing tests).
+  // Release and force-release set `ended`; prune leaves it and sets last_op 'pruned'.
+  const notEnded = `l.ended IS NULL AND l.last_op <> 'pruned'`;
+  const accepts = `CASE WHEN l.token = $2 AND l.expires_at > ${NOW} AND ${notEnded} THEN true
     WHEN l.work_id = $1 THEN ${s}.lease_refused(l.token, l.expires_at, l.last_op) ELSE false END`;
   // The SET list of the writes that end a lease at `now` (release, forceRelease): expiry just
   // before it, the request cleared, one more in the row's `counter` of such ends, a feed entry.
@@ -421,17 +422,13 @@ WHERE l.work_id = $1`,
 
     // $1 work_id, $2 for_ms. A write of the waiter's own: no version, no change_xid (not a change
     // of the lease, not in the feed), no indexed column (HOT). No row: the lease is not live.
-    // The last_op test is what tells an ended lease: the clock is read before the row is reached,
-    // so a release that committed meanwhile (waited for on the row lock, or between this
-    // statement's snapshot and its read of the row) may have set an expiry after that clock; the
-    // expiry alone called it live, the release had sent no NOTIFY, and the waiter slept until its
-    // safety poll (test/backends/postgres-hot.test.ts, 'notifyEnd racing a release').
+    // Live: not ended ({@link notEnded}) and not run out.
     notifyEnd: {
       text: `
 WITH n AS MATERIALIZED (SELECT clock_timestamp() AS now)
 UPDATE ${L} l SET wanted_until = greatest(l.wanted_until, n.now + $2::integer ${MS})
 FROM n
-WHERE l.work_id = $1 AND l.expires_at > n.now AND l.last_op NOT IN ('released', 'force-released', 'pruned')
+WHERE l.work_id = $1 AND l.expires_at > n.now AND ${notEnded}
 RETURNING true AS live`,
     },
 
