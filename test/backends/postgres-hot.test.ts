@@ -195,6 +195,99 @@ describe('HOT renews on postgres', () => {
     expect(kinds.get('old-renewed')).toEqual(['acquired', plain.fencingToken]);
     expect(kinds.get('old-checkpointed')).toEqual(['release-requested', asked.fencingToken]);
   });
+
+  it('migration 10 turns the lease table CHECKs into domains in place: rows kept, no rewrite, bad values still refused', async () => {
+    const schema = uniqueNamespace('pgd');
+    schemas.push(schema);
+    const s = `"${schema}"`;
+    // The schema as migration 9 left it, with a released lease in it.
+    await admin.query(`CREATE SCHEMA ${s}`);
+    await admin.query(
+      `CREATE TABLE ${s}.schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+         applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+    );
+    for (const m of MIGRATIONS.filter((x) => x.version <= 9)) {
+      await admin.query(m.sql(s));
+      await admin.query(`INSERT INTO ${s}.schema_migrations (version, name) VALUES ($1, $2)`, [
+        m.version,
+        m.name,
+      ]);
+    }
+    await admin.query(
+      `INSERT INTO ${s}.leases (work_id, holder_id, token, expires_at, ttl_ms, acquired_at, released_at,
+         clean_handoff, predecessor_end, ended, last_op, version, change_xid)
+       VALUES ('old', 'h', 5, clock_timestamp() - interval '1 minute', 60000, clock_timestamp(), clock_timestamp(),
+         false, 'expired', 'released', 'released', 3, pg_current_xact_id())`,
+    );
+    const fileOf = async (): Promise<string> =>
+      (
+        await admin.query(`SELECT relfilenode::text AS f FROM pg_class WHERE oid = $1::regclass`, [
+          `${s}.leases`,
+        ])
+      ).rows[0].f;
+    const before = await fileOf();
+    const b = await openPostgres(PG_URL, { schema });
+    backends.push(b);
+    expect(await fileOf()).toBe(before);
+    const old = await b.admin.get('old');
+    expect(old).toMatchObject({
+      fencingToken: 5n,
+      ended: 'released',
+      predecessorEnd: 'expired',
+      version: 3n,
+    });
+    // No CHECK is left on the table; the domains' checks hold for the stored rows (validated).
+    const checks = await admin.query(`SELECT conname FROM pg_constraint WHERE conrelid = $1::regclass`, [
+      `${s}.leases`,
+    ]);
+    expect(checks.rows.map((r) => r.conname)).toEqual(['leases_pkey']);
+    const domains = await admin.query(
+      `SELECT t.typname, c.convalidated FROM pg_constraint c JOIN pg_type t ON t.oid = c.contypid
+        WHERE t.typnamespace = $1::regnamespace ORDER BY t.typname`,
+      [s],
+    );
+    expect(domains.rows).toEqual([
+      { typname: 'lease_end', convalidated: true },
+      { typname: 'lease_op', convalidated: true },
+      { typname: 'lease_predecessor_end', convalidated: true },
+    ]);
+    // A value outside each list is refused (check_violation), and the row stays as it was.
+    for (const set of [`last_op = 'bogus'`, `ended = 'expired'`, `predecessor_end = 'pruned'`]) {
+      await expect(admin.query(`UPDATE ${s}.leases SET ${set} WHERE work_id = 'old'`)).rejects.toMatchObject({
+        code: '23514',
+      });
+    }
+    await expect(
+      admin.query(
+        `INSERT INTO ${s}.leases (work_id, holder_id, token, expires_at, ttl_ms, acquired_at, clean_handoff,
+           predecessor_end, last_op, version, change_xid)
+         VALUES ('new', 'h', 1, clock_timestamp(), 1000, clock_timestamp(), true, 'none', 'taken', 1, pg_current_xact_id())`,
+      ),
+    ).rejects.toMatchObject({ code: '23514' });
+    expect(await b.admin.get('old')).toEqual(old);
+    // The lease calls run on the upgraded table; a release still notifies a waiter that asked.
+    const next = await b.acquire('old', 'h2', 60_000);
+    expect(next.fencingToken).toBeGreaterThan(5n);
+    expect(await b.admin.get('old')).toMatchObject({
+      predecessorEnd: 'released',
+      cleanHandoff: true,
+      ended: null,
+    });
+    expect((await b.renew(next, 60_000)).fencingToken).toBe(next.fencingToken);
+    expect(await b.admin.notifyEnd!('old', 60_000)).toBe(true);
+    const listener = new pg.Client({ connectionString: PG_URL });
+    await listener.connect();
+    try {
+      const heard = new Promise<string>((resolve) =>
+        listener.on('notification', (n) => resolve(n.payload ?? '')),
+      );
+      await listener.query(`LISTEN "wl_ended_${schema}"`);
+      await b.release(next);
+      expect(await heard).toBe('old');
+    } finally {
+      await listener.end();
+    }
+  });
 });
 
 describe.each([
