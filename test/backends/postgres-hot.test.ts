@@ -30,6 +30,26 @@ async function openPg(): Promise<{ b: LeaseBackend; schema: string }> {
   return { b, schema };
 }
 
+/** A new schema as the migrations up to `version` left it (and its quoted name), to upgrade by opening. */
+async function schemaAt(prefix: string, version: number): Promise<{ schema: string; s: string }> {
+  const schema = uniqueNamespace(prefix);
+  schemas.push(schema);
+  const s = `"${schema}"`;
+  await admin.query(`CREATE SCHEMA ${s}`);
+  await admin.query(
+    `CREATE TABLE ${s}.schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+       applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+  );
+  for (const m of MIGRATIONS.filter((x) => x.version <= version)) {
+    await admin.query(m.sql(s));
+    await admin.query(`INSERT INTO ${s}.schema_migrations (version, name) VALUES ($1, $2)`, [
+      m.version,
+      m.name,
+    ]);
+  }
+  return { schema, s };
+}
+
 beforeAll(async () => {
   admin = new pg.Client({ connectionString: PG_URL });
   await admin.connect();
@@ -130,22 +150,8 @@ describe('HOT renews on postgres', () => {
   });
 
   it('migration 7 moves stored checkpoints out of the lease row; prune deletes them', async () => {
-    const schema = uniqueNamespace('pgm');
-    schemas.push(schema);
-    const s = `"${schema}"`;
     // The schema as migration 6 left it, with a lease and its checkpoint in the row.
-    await admin.query(`CREATE SCHEMA ${s}`);
-    await admin.query(
-      `CREATE TABLE ${s}.schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
-         applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
-    );
-    for (const m of MIGRATIONS.filter((x) => x.version <= 6)) {
-      await admin.query(m.sql(s));
-      await admin.query(`INSERT INTO ${s}.schema_migrations (version, name) VALUES ($1, $2)`, [
-        m.version,
-        m.name,
-      ]);
-    }
+    const { schema, s } = await schemaAt('pgm', 6);
     await admin.query(
       `INSERT INTO ${s}.leases (work_id, holder_id, token, expires_at, ttl_ms, acquired_at, checkpointed_at, state,
          clean_handoff, predecessor_end, last_op, version, change_xid)
@@ -197,22 +203,8 @@ describe('HOT renews on postgres', () => {
   });
 
   it('migration 10 turns the lease table CHECKs into domains in place: rows kept, no rewrite, bad values still refused', async () => {
-    const schema = uniqueNamespace('pgd');
-    schemas.push(schema);
-    const s = `"${schema}"`;
     // The schema as migration 9 left it, with a released lease in it.
-    await admin.query(`CREATE SCHEMA ${s}`);
-    await admin.query(
-      `CREATE TABLE ${s}.schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
-         applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
-    );
-    for (const m of MIGRATIONS.filter((x) => x.version <= 9)) {
-      await admin.query(m.sql(s));
-      await admin.query(`INSERT INTO ${s}.schema_migrations (version, name) VALUES ($1, $2)`, [
-        m.version,
-        m.name,
-      ]);
-    }
+    const { schema, s } = await schemaAt('pgd', 9);
     await admin.query(
       `INSERT INTO ${s}.leases (work_id, holder_id, token, expires_at, ttl_ms, acquired_at, released_at,
          clean_handoff, predecessor_end, ended, last_op, version, change_xid)
