@@ -96,6 +96,22 @@ function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
 }
 
+/**
+ * True when a SCHEMA_MISMATCH's details say the stored schema is newer than this worklease: a
+ * PostgreSQL/PGlite schema version, or a Redis data layout (`found`), above the one it knows. Such
+ * a schema needs a newer worklease; `worklease migrate` cannot help.
+ */
+export function schemaNewerThanThis(details: Record<string, unknown> | undefined): boolean {
+  if (typeof details?.expected !== 'number') return false;
+  const stored =
+    typeof details.version === 'number'
+      ? details.version
+      : details.found === null || details.found === undefined
+        ? Number.NaN
+        : Number(details.found);
+  return stored > details.expected;
+}
+
 /** Maps anything thrown (worklease errors, commander's argument errors, bugs) to a code, status and line. */
 export function describeFailure(err: unknown): Failure {
   let code: ErrorCode;
@@ -104,7 +120,11 @@ export function describeFailure(err: unknown): Failure {
   if (err instanceof WorkleaseError) {
     code = err.code;
     message = err.message;
-    if (err instanceof SchemaMismatchError && !/worklease migrate/.test(message)) {
+    if (
+      err instanceof SchemaMismatchError &&
+      !/worklease migrate/.test(message) &&
+      !schemaNewerThanThis(err.details)
+    ) {
       message += ' — run `worklease migrate <url>` to create or upgrade the schema';
     }
     const reason = err.details?.reason;

@@ -8,7 +8,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { LATEST_VERSION, MIGRATIONS } from '../../src/backends/sql/migrations.ts';
 import { buildProgram } from '../../src/cli/program.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../../src/index.ts';
 import { PG_URL, uniqueNamespace } from '../support/backends.ts';
@@ -36,7 +38,10 @@ function errorLine(stderr: string): string {
 beforeAll(async () => {
   const migrated = await run(['migrate', PG_URL, '--schema', ns]);
   expect(migrated).toMatchObject({ code: 0, stderr: '' });
-  expect(migrated.stdout).toContain(`schema up to date on ${PG_URL}?schema=${ns} (schema ${ns})`);
+  expect(migrated.stdout.trim().split('\n')).toEqual([
+    `created schema ${ns} at version ${LATEST_VERSION}`,
+    `schema up to date on ${PG_URL}?schema=${ns} (schema ${ns})`,
+  ]);
 
   backend = await openBackend(PG_URL, { schema: ns, migrate: false });
   // Ten minutes: the file runs for minutes, and its later cases still need these leases live.
@@ -430,6 +435,62 @@ describe('worklease migrate', () => {
     expect(ok.stdout.trim()).toBe(
       `schema up to date on ${PG_URL}?schema=${ns} (schema ${ns}): no migration needed`,
     );
+  });
+
+  it('says which migrations it applied to a schema of an older worklease', async () => {
+    const old = uniqueNamespace('cliold');
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    try {
+      // The schema as the worklease before the latest migration left it.
+      await admin.query(`CREATE SCHEMA "${old}"`);
+      await admin.query(
+        `CREATE TABLE "${old}".schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+           applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
+      );
+      for (const m of MIGRATIONS.filter((x) => x.version < LATEST_VERSION)) {
+        await admin.query(m.sql(`"${old}"`));
+        await admin.query(`INSERT INTO "${old}".schema_migrations (version, name) VALUES ($1, $2)`, [
+          m.version,
+          m.name,
+        ]);
+      }
+      const r = await run(['migrate', PG_URL, '--schema', old]);
+      expect(r).toMatchObject({ code: 0, stderr: '' });
+      expect(r.stdout.trim().split('\n')).toEqual([
+        `upgraded schema ${old} from version ${LATEST_VERSION - 1} to ${LATEST_VERSION} (applied migration ${LATEST_VERSION})`,
+        `schema up to date on ${PG_URL}?schema=${old} (schema ${old})`,
+      ]);
+      const { rows } = await admin.query(`SELECT max(version)::int AS v FROM "${old}".schema_migrations`);
+      expect(rows[0].v).toBe(LATEST_VERSION);
+    } finally {
+      await admin.query(`DROP SCHEMA IF EXISTS "${old}" CASCADE`);
+      await admin.end();
+    }
+  });
+
+  it('a schema newer than this worklease: exit 6 and "upgrade worklease", never "run worklease migrate"', async () => {
+    const newer = uniqueNamespace('clinew');
+    const created = await run(['migrate', PG_URL, '--schema', newer]);
+    expect(created.code).toBe(0);
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    try {
+      await admin.query(`INSERT INTO "${newer}".schema_migrations (version, name) VALUES ($1, 'future')`, [
+        LATEST_VERSION + 1,
+      ]);
+      for (const args of [['ls'], ['migrate', '--check'], ['migrate']]) {
+        const r = await run([...args, PG_URL, '--schema', newer]);
+        expect(r.code, args.join(' ')).toBe(6);
+        const line = errorLine(r.stderr);
+        expect(line, args.join(' ')).toMatch(/newer than this worklease .*; upgrade worklease$/);
+        expect(line, args.join(' ')).not.toContain('migration needed');
+        expect(line, args.join(' ')).not.toContain('run `worklease migrate');
+      }
+    } finally {
+      await admin.query(`DROP SCHEMA IF EXISTS "${newer}" CASCADE`);
+      await admin.end();
+    }
   });
 
   it('prints the schema given in the URL', async () => {

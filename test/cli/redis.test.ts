@@ -2,7 +2,9 @@
  * The CLI end to end on real Redis (the same commands as on PostgreSQL; the
  * namespace is a key prefix).
  */
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { LAYOUT_VERSION } from '../../src/backends/redis/layout.ts';
 import { type LeaseBackend, openBackend } from '../../src/index.ts';
 import { REDIS_URL, uniqueNamespace } from '../support/backends.ts';
 import { dropNamespace } from '../support/faults.ts';
@@ -18,6 +20,10 @@ const tokens: Record<string, bigint> = {};
 beforeAll(async () => {
   const migrated = await run(['migrate', REDIS_URL, '--key-prefix', ns]);
   expect(migrated).toMatchObject({ code: 0, stderr: '' });
+  expect(migrated.stdout.trim().split('\n')).toEqual([
+    `created key prefix ${ns} with data layout ${LAYOUT_VERSION}`,
+    `schema up to date on ${REDIS_URL}?keyPrefix=${ns} (key prefix ${ns})`,
+  ]);
   backend = await openBackend(REDIS_URL, { keyPrefix: ns, migrate: false });
   const r = await backend.acquire('blob/1', 'w-1', 60_000);
   tokens['blob/1'] = r.fencingToken;
@@ -101,5 +107,32 @@ describe('worklease on Redis', () => {
     expect(prune.stdout).toMatch(/^job\/2\s+force-released/m);
     expect(prune.stdout).toMatch(/dry run: 1 work item ended .* would be pruned/);
     expect(await backend.admin.get('job/2')).not.toBeNull();
+  });
+
+  it('a data layout newer than this worklease: exit 6 and "upgrade worklease", never "run worklease migrate"', async () => {
+    const newer = uniqueNamespace('clinew');
+    const created = await run(['migrate', REDIS_URL, '--key-prefix', newer]);
+    expect(created.code).toBe(0);
+    const redis = new Redis(REDIS_URL);
+    try {
+      await redis.hset(`${newer}:meta`, 'layout', String(LAYOUT_VERSION + 1));
+      for (const args of [['ls'], ['migrate', '--check'], ['migrate']]) {
+        const r = await run([...args, REDIS_URL, '--key-prefix', newer]);
+        expect(r.code, args.join(' ')).toBe(6);
+        const lines = r.stderr.trim().split('\n');
+        expect(lines, args.join(' ')).toHaveLength(1);
+        expect(lines[0], args.join(' ')).toMatch(
+          new RegExp(
+            `holds data layout ${LAYOUT_VERSION + 1} .*; a newer worklease wrote it: upgrade worklease`,
+          ),
+        );
+        expect(lines[0], args.join(' ')).not.toContain('migration needed');
+        expect(lines[0], args.join(' ')).not.toContain('run `worklease migrate');
+      }
+      expect(await redis.hget(`${newer}:meta`, 'layout')).toBe(String(LAYOUT_VERSION + 1));
+    } finally {
+      redis.disconnect();
+      await dropNamespace({ kind: 'redis', url: REDIS_URL }, newer);
+    }
   });
 });

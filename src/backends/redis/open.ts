@@ -49,7 +49,9 @@ export async function checkLayout(io: Sender, migrate: boolean): Promise<void> {
         : Number(layout) < UPGRADABLE_LAYOUT
           ? // Layout 1 was never released, so there is nothing to convert (layout.ts): say how to start over.
             `; it is not converted: delete the keys matching '${io.prefix}:*' or use another key prefix`
-          : '';
+          : Number(layout) > LAYOUT_VERSION
+            ? '; a newer worklease wrote it: upgrade worklease (migrate cannot take a layout back)'
+            : '';
     throw new SchemaMismatchError(
       `${where} holds data layout ${layout} with ${String(buckets)} buckets; this version of worklease reads layout ${LAYOUT_VERSION}${fix}`,
       { details: { keyPrefix: io.prefix, found: layout, expected: LAYOUT_VERSION } },

@@ -8,6 +8,7 @@ import { resolveBackendUrl } from '../../backends/url.ts';
 import { hasCode } from '../../lease/errors.ts';
 import type { LeaseBackend } from '../../lease/types.ts';
 import { type GlobalOptions, out, resolveUrl, withBackend } from '../context.ts';
+import { schemaNewerThanThis } from '../errors.ts';
 
 export interface MigrateOptions {
   check?: boolean;
@@ -34,20 +35,55 @@ export async function migrateCommand(
       });
     } catch (err) {
       // A schema newer than this worklease needs a newer worklease, not a migration.
-      const d = hasCode(err, 'SCHEMA_MISMATCH') ? err.details : undefined;
-      const newer =
-        typeof d?.version === 'number' && typeof d.expected === 'number' && d.version > d.expected;
-      if (hasCode(err, 'SCHEMA_MISMATCH') && !newer) err.message = `migration needed: ${err.message}`;
+      if (hasCode(err, 'SCHEMA_MISMATCH') && !schemaNewerThanThis(err.details)) {
+        err.message = `migration needed: ${err.message}`;
+      }
       throw err;
     }
     return;
+  }
+  // What opening without migrating says of the schema, so the output tells what this run changed.
+  let before: Record<string, unknown> | undefined;
+  try {
+    await withBackend(url, globals, async () => {});
+  } catch (err) {
+    if (!hasCode(err, 'SCHEMA_MISMATCH') || schemaNewerThanThis(err.details)) throw err;
+    before = err.details ?? {};
   }
   await withBackend(
     url,
     globals,
     async (backend) => {
+      if (before !== undefined) await out(changeLine(before));
       await out(`schema up to date on ${backend.url} (${namespaceOf(backend)})`);
     },
     true,
   );
+}
+
+/**
+ * What a migration did, from the SCHEMA_MISMATCH that opening without it reported: PostgreSQL and
+ * PGlite give the schema's version and the missing migrations, Redis the key prefix's data layout
+ * (null when there was none). A migration may take the lease table's lock for a while, so an
+ * operator is told it ran, and from which version.
+ */
+export function changeLine(d: Record<string, unknown>): string {
+  if (typeof d.schema === 'string') {
+    if (d.version === 0) return `created schema ${d.schema} at version ${String(d.expected)}`;
+    const missing = Array.isArray(d.missing) ? d.missing.map(String) : [];
+    const applied =
+      missing.length === 0
+        ? ''
+        : ` (applied migration${missing.length > 1 ? 's' : ''} ${missing.join(', ')})`;
+    return d.version === d.expected
+      ? `completed schema ${d.schema} at version ${String(d.expected)}${applied}`
+      : `upgraded schema ${d.schema} from version ${String(d.version)} to ${String(d.expected)}${applied}`;
+  }
+  const prefix = String(d.keyPrefix);
+  if (d.found === null || d.found === undefined) {
+    return `created key prefix ${prefix} with data layout ${String(d.expected)}`;
+  }
+  if (String(d.found) === String(d.expected))
+    return `completed the migration of key prefix ${prefix} (data layout ${String(d.expected)})`;
+  return `upgraded key prefix ${prefix} from data layout ${String(d.found)} to ${String(d.expected)}`;
 }
