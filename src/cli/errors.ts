@@ -5,6 +5,7 @@
  */
 import { CommanderError } from 'commander';
 import { redactUrl } from '../backends/url.ts';
+import { schemaNewerThanThis } from '../console/api.ts';
 import { type ErrorCode, SchemaMismatchError, WorkleaseError } from '../lease/errors.ts';
 
 /**
@@ -94,22 +95,6 @@ function redactText(text: string): string {
 
 function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
-}
-
-/**
- * True when a SCHEMA_MISMATCH's details say the stored schema is newer than this worklease: a
- * PostgreSQL/PGlite schema version, or a Redis data layout (`found`), above the one it knows. Such
- * a schema needs a newer worklease; `worklease migrate` cannot help.
- */
-export function schemaNewerThanThis(details: Record<string, unknown> | undefined): boolean {
-  if (typeof details?.expected !== 'number') return false;
-  const stored =
-    typeof details.version === 'number'
-      ? details.version
-      : details.found === null || details.found === undefined
-        ? Number.NaN
-        : Number(details.found);
-  return stored > details.expected;
 }
 
 /** Maps anything thrown (worklease errors, commander's argument errors, bugs) to a code, status and line. */

@@ -30,6 +30,23 @@ export const ErrorDataSchema: z.ZodType<ErrorDataWire> = z.lazy(() =>
   }),
 );
 
+/**
+ * True when a SCHEMA_MISMATCH's details say the stored schema is newer than this worklease: a
+ * PostgreSQL/PGlite schema version (`version`), or a Redis data layout (`found`), above the one it
+ * knows (`expected`). Such a schema needs a newer worklease; `worklease migrate` cannot help. The
+ * CLI and the console's error text both decide by it.
+ */
+export function schemaNewerThanThis(details: Record<string, unknown> | undefined): boolean {
+  if (typeof details?.expected !== 'number') return false;
+  const stored =
+    typeof details.version === 'number'
+      ? details.version
+      : details.found === null || details.found === undefined
+        ? Number.NaN
+        : Number(details.found);
+  return stored > details.expected;
+}
+
 const id = z.string().min(1).max(512);
 const token = z.string().regex(/^[1-9][0-9]{0,18}$/, 'a fencing token (decimal string)');
 const ms = z.number().int().nonnegative();

@@ -5,10 +5,10 @@
  * to date and 6 (SCHEMA_MISMATCH) when a migration is needed.
  */
 import { resolveBackendUrl } from '../../backends/url.ts';
+import { schemaNewerThanThis } from '../../console/api.ts';
 import { hasCode } from '../../lease/errors.ts';
 import type { LeaseBackend } from '../../lease/types.ts';
 import { type GlobalOptions, out, resolveUrl, withBackend } from '../context.ts';
-import { schemaNewerThanThis } from '../errors.ts';
 
 export interface MigrateOptions {
   check?: boolean;
