@@ -38,12 +38,8 @@ export const ErrorDataSchema: z.ZodType<ErrorDataWire> = z.lazy(() =>
  */
 export function schemaNewerThanThis(details: Record<string, unknown> | undefined): boolean {
   if (typeof details?.expected !== 'number') return false;
-  const stored =
-    typeof details.version === 'number'
-      ? details.version
-      : details.found === null || details.found === undefined
-        ? Number.NaN
-        : Number(details.found);
+  // Redis reports the stored layout as a string, or null when there is none (NaN: not newer).
+  const stored = typeof details.version === 'number' ? details.version : Number(details.found ?? Number.NaN);
   return stored > details.expected;
 }
 

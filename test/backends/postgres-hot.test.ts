@@ -7,12 +7,12 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPglite } from '../../src/backends/pglite/index.ts';
 import { openPostgres } from '../../src/backends/postgres/index.ts';
-import { MIGRATIONS } from '../../src/backends/sql/migrations.ts';
 import { buildStatements } from '../../src/backends/sql/statements.ts';
 import { claim, type LeaseBackend } from '../../src/index.ts';
 import { codeOf, PG_URL, uniqueNamespace } from '../support/backends.ts';
 import { quietCursor } from '../support/feed.ts';
 import { holdRow, type RowLock } from '../support/row-lock.ts';
+import { createSchemaAt } from '../support/schema.ts';
 
 const schemas: string[] = [];
 const backends: LeaseBackend[] = [];
@@ -34,20 +34,7 @@ async function openPg(): Promise<{ b: LeaseBackend; schema: string }> {
 async function schemaAt(prefix: string, version: number): Promise<{ schema: string; s: string }> {
   const schema = uniqueNamespace(prefix);
   schemas.push(schema);
-  const s = `"${schema}"`;
-  await admin.query(`CREATE SCHEMA ${s}`);
-  await admin.query(
-    `CREATE TABLE ${s}.schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
-       applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
-  );
-  for (const m of MIGRATIONS.filter((x) => x.version <= version)) {
-    await admin.query(m.sql(s));
-    await admin.query(`INSERT INTO ${s}.schema_migrations (version, name) VALUES ($1, $2)`, [
-      m.version,
-      m.name,
-    ]);
-  }
-  return { schema, s };
+  return { schema, s: await createSchemaAt(admin, schema, version) };
 }
 
 beforeAll(async () => {

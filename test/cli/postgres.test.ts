@@ -10,11 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { LATEST_VERSION, MIGRATIONS } from '../../src/backends/sql/migrations.ts';
+import { LATEST_VERSION } from '../../src/backends/sql/migrations.ts';
 import { buildProgram } from '../../src/cli/program.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../../src/index.ts';
 import { PG_URL, uniqueNamespace } from '../support/backends.ts';
 import { dropNamespace } from '../support/faults.ts';
+import { createSchemaAt } from '../support/schema.ts';
 import { run, start } from './support.ts';
 
 // Each spawn pays ~1 s of tsx start-up, several when the machine is busy: be generous.
@@ -443,18 +444,7 @@ describe('worklease migrate', () => {
     await admin.connect();
     try {
       // The schema as the worklease before the latest migration left it.
-      await admin.query(`CREATE SCHEMA "${old}"`);
-      await admin.query(
-        `CREATE TABLE "${old}".schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
-           applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`,
-      );
-      for (const m of MIGRATIONS.filter((x) => x.version < LATEST_VERSION)) {
-        await admin.query(m.sql(`"${old}"`));
-        await admin.query(`INSERT INTO "${old}".schema_migrations (version, name) VALUES ($1, $2)`, [
-          m.version,
-          m.name,
-        ]);
-      }
+      await createSchemaAt(admin, old, LATEST_VERSION - 1);
       const r = await run(['migrate', PG_URL, '--schema', old]);
       expect(r).toMatchObject({ code: 0, stderr: '' });
       expect(r.stdout.trim().split('\n')).toEqual([

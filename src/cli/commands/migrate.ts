@@ -28,34 +28,30 @@ export async function migrateCommand(
   globals: GlobalOptions,
 ): Promise<void> {
   const url = resolveUrl(urlArg);
-  if (options.check) {
-    try {
-      await withBackend(url, globals, async (backend) => {
-        await out(`schema up to date on ${backend.url} (${namespaceOf(backend)}): no migration needed`);
-      });
-    } catch (err) {
-      // A schema newer than this worklease needs a newer worklease, not a migration.
-      if (hasCode(err, 'SCHEMA_MISMATCH') && !schemaNewerThanThis(err.details)) {
-        err.message = `migration needed: ${err.message}`;
-      }
+  const upToDate = (backend: LeaseBackend): string =>
+    `schema up to date on ${backend.url} (${namespaceOf(backend)})`;
+  // Opening without migrating tells whether anything is to do, and from which version.
+  let before: Record<string, unknown>;
+  try {
+    await withBackend(url, globals, (backend) =>
+      out(options.check ? `${upToDate(backend)}: no migration needed` : upToDate(backend)),
+    );
+    return;
+  } catch (err) {
+    // A schema newer than this worklease needs a newer worklease, not a migration.
+    if (!hasCode(err, 'SCHEMA_MISMATCH') || schemaNewerThanThis(err.details)) throw err;
+    if (options.check) {
+      err.message = `migration needed: ${err.message}`;
       throw err;
     }
-    return;
-  }
-  // What opening without migrating says of the schema, so the output tells what this run changed.
-  let before: Record<string, unknown> | undefined;
-  try {
-    await withBackend(url, globals, async () => {});
-  } catch (err) {
-    if (!hasCode(err, 'SCHEMA_MISMATCH') || schemaNewerThanThis(err.details)) throw err;
     before = err.details ?? {};
   }
   await withBackend(
     url,
     globals,
     async (backend) => {
-      if (before !== undefined) await out(changeLine(before));
-      await out(`schema up to date on ${backend.url} (${namespaceOf(backend)})`);
+      await out(changeLine(before));
+      await out(upToDate(backend));
     },
     true,
   );
@@ -67,7 +63,7 @@ export async function migrateCommand(
  * (null when there was none). A migration may take the lease table's lock for a while, so an
  * operator is told it ran, and from which version.
  */
-export function changeLine(d: Record<string, unknown>): string {
+function changeLine(d: Record<string, unknown>): string {
   if (typeof d.schema === 'string') {
     if (d.version === 0) return `created schema ${d.schema} at version ${String(d.expected)}`;
     const missing = Array.isArray(d.missing) ? d.missing.map(String) : [];
