@@ -11,7 +11,7 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_BUCKETS, Layout } from '../../src/backends/redis/layout.ts';
+import { DEFAULT_BUCKETS, LAYOUT_VERSION, Layout } from '../../src/backends/redis/layout.ts';
 import {
   type RedisServer,
   redisCall,
@@ -283,7 +283,7 @@ describe('dataset identity at open (shared server, own prefixes)', () => {
       open(REDIS_URL, { keyPrefix: prefix }),
     ]);
     const meta = await r.hgetall(L.meta);
-    expect(meta).toMatchObject({ layout: '4', ready: '1', buckets: String(DEFAULT_BUCKETS) });
+    expect(meta).toMatchObject({ layout: String(LAYOUT_VERSION), ready: '1', buckets: String(DEFAULT_BUCKETS) });
     for (const key of L.id) expect(await r.get(key)).toBe(meta.dataset);
     expect(Array.from((await u1.readCheckpoint(rec)).state ?? [])).toEqual(Array.from(Buffer.from('state')));
     await u2.renew(rec, LIVE);
@@ -311,10 +311,39 @@ describe('dataset identity at open (shared server, own prefixes)', () => {
     expect((refused as Error).message).toContain('to upgrade it in place');
     const dataset = await r.hget(L.meta, 'dataset');
     const u = await open(REDIS_URL, { keyPrefix: prefix });
-    expect(await r.hgetall(L.meta)).toMatchObject({ layout: '4', ready: '1', dataset });
+    expect(await r.hgetall(L.meta)).toMatchObject({ layout: String(LAYOUT_VERSION), ready: '1', dataset });
     expect(Array.from((await u.readCheckpoint(rec)).state ?? [])).toEqual(Array.from(Buffer.from('s3')));
     await u.admin.requestRelease('kept3', { expectedToken: rec.fencingToken, operator: 'op', reason: 'r' });
     expect((await u.renew(rec, LIVE)).releaseRequested).toMatchObject({ operator: 'op', reason: 'r' });
+  });
+
+  it('upgrades layout 4 in place by its number: the indexes are rebuilt from the bucket hashes when first read', async () => {
+    // Layout 4 wrote the listing and expiry indexes in the lease calls and kept no `ix` position;
+    // here they are gone too (the worst case): the first read rebuilds them.
+    const prefix = fresh();
+    const b = await open(REDIS_URL, { keyPrefix: prefix });
+    const recs = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => b.acquire(`kept4-${String(i).padStart(2, '0')}`, 'h', LIVE)),
+    );
+    await b.release(recs[0]!);
+    await b.close();
+    const r = admin();
+    const L = new Layout(prefix, DEFAULT_BUCKETS);
+    await r.hset(L.meta, 'layout', '4');
+    for (const key of [...L.ids, ...L.exp, ...L.ix]) await r.del(key);
+    const refused = await openBackend(REDIS_URL, { keyPrefix: prefix, migrate: false }).catch(
+      (e: unknown) => e,
+    );
+    expect(codeOf(refused)).toBe('SCHEMA_MISMATCH');
+    expect((refused as Error).message).toContain('to upgrade it in place');
+    const u = await open(REDIS_URL, { keyPrefix: prefix });
+    expect(await r.hget(L.meta, 'layout')).toBe(String(LAYOUT_VERSION));
+    const page = await u.admin.list({ limit: 100 });
+    expect(page.items.map((i) => i.workId)).toEqual(recs.map((x) => x.workId));
+    expect(await u.admin.count()).toBe(50);
+    expect(await u.admin.prune({ olderThanMs: 0 })).toBe(1);
+    expect(await u.admin.count()).toBe(49);
+    for (const key of L.ix) expect(await r.get(key), key).toMatch(/^\d+-\d+ \d+$/);
   });
 
   it('refuses, and never recreates, a prefix that lost one bucket or its meta key', async () => {

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openRedis } from '../../src/backends/redis/index.ts';
-import { compareUtf8, fnv1a, INFO_FIELDS, Layout } from '../../src/backends/redis/layout.ts';
+import { compareUtf8, fnv1a, INFO_FIELDS, LAYOUT_VERSION, Layout } from '../../src/backends/redis/layout.ts';
 import { later, NOW_STR } from '../../src/backends/redis/scripts.ts';
 import { ServerClock } from '../../src/console/clock.ts';
 import { FleetModel } from '../../src/console/model.ts';
@@ -204,17 +204,21 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
         }
       });
     }
+    // The lease calls write no index entry: the first read brings the indexes up (layout.ts, Indexes).
+    expect((await keysOf(url(), prefix)).flat().filter((k) => /:(ids|exp|ix)$/.test(k))).toEqual([]);
+    expect(await b.admin.count()).toBe(ids.length);
     const all = (await keysOf(url(), prefix)).flat();
     expect(all).toContain(`${prefix}:meta`);
     for (const key of all) expect(key.startsWith(`${prefix}:`)).toBe(true);
     // Per key: its type, and that no lease data carries a Redis TTL (expired leases stay visible).
     const id = ids[0]!;
-    const [leases, stateKey, idx, exp, chg, aud, , idKey] = layout.keysOf(id);
+    const [leases, stateKey, idx, exp, ix, chg, aud, , idKey] = layout.keysOf(id);
     const expected: Record<string, string> = {
       [leases!]: 'hash',
       [stateKey!]: 'string',
       [idx!]: 'zset',
       [exp!]: 'zset',
+      [ix!]: 'string',
       [chg!]: 'stream',
       [aud!]: 'stream',
       [idKey!]: 'string',
@@ -232,7 +236,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
       }
       const meta = await admin.hgetall(`${prefix}:meta`);
       expect(meta).toMatchObject({
-        layout: '4',
+        layout: String(LAYOUT_VERSION),
         buckets: '32',
         ready: '1',
         dataset: expect.stringMatching(/^[0-9a-f]{24}$/),
@@ -255,6 +259,9 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
       const [[, fields]] = (await admin.xrevrange(chg!, '+', '-', 'COUNT', 1)) as [[string, string[]]];
       // The change feed carries the packed lease, never checkpoint bytes.
       expect(fields).toEqual(['c', `force-released\n${id}\n${packed.join('\n')}`]);
+      // The indexes stand at the stream's last entry: `<stream id> <entries added>`.
+      const [[lastId]] = (await admin.xrevrange(chg!, '+', '-', 'COUNT', 1)) as [[string, string[]]];
+      expect(await admin.get(ix!)).toMatch(new RegExp(`^${lastId} \\d+$`));
       expect(await admin.xlen(aud!)).toBeGreaterThanOrEqual(1);
     } finally {
       admin.disconnect();
@@ -607,6 +614,67 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     expect(
       (await b.admin.list({ holderId: 'rare', workIdPrefix: 'r-06' })).items.map((i) => i.workId),
     ).toEqual(['r-0600']);
+  });
+
+  it('a walk lists every lease after its change entries were trimmed away or its stream deleted', async () => {
+    // The lease calls write no index entry; a read catches the indexes up from the change stream,
+    // and rebuilds them from the bucket hash when entries it needs are gone (layout.ts, Indexes).
+    const { b, prefix } = await h.open();
+    const layout = new Layout(prefix, 32);
+    const names = (tag: string, n: number): string[] =>
+      Array.from({ length: n }, (_, i) => `${tag}-${String(i).padStart(2, '0')}`);
+    const early = await Promise.all(names('a', 20).map((id) => b.acquire(id, 'h', LIVE)));
+    expect(await b.admin.count()).toBe(20);
+    await b.release(early[0]!);
+    expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
+    // Entries the indexes have not seen: first acquires, a release, a force-release.
+    await Promise.all(names('b', 20).map((id) => b.acquire(id, 'h', LIVE)));
+    await b.release(early[1]!);
+    await b.admin.forceRelease('a-02', { expectedToken: early[2]!.fencingToken, operator: 'op', reason: 't' });
+    const trim = async (keys: readonly string[], how: (r: Redis, key: string) => Promise<unknown>) => {
+      for (const key of keys) await withNode(await nodeOfKey(url(), key), (r) => how(r, key));
+    };
+    await trim(layout.chg, (r, key) => r.xtrim(key, 'MAXLEN', 0));
+    const expected = [...names('a', 20).slice(1), ...names('b', 20)];
+    const walk = async (): Promise<string[]> => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await b.admin.list({ cursor, limit: 7 });
+        seen.push(...page.items.map((i) => i.workId));
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      return seen;
+    };
+    expect(await walk()).toEqual(expected);
+    expect(await b.admin.count()).toBe(39);
+    // The rebuilt expiry index finds the release and the force-release that only the trimmed entries told of.
+    expect(await b.admin.prune({ olderThanMs: 0 })).toBe(2);
+    expect(await b.admin.count()).toBe(37);
+    // A stream that started over (deleted: fewer entries added than the indexes had seen).
+    await b.acquire('c-00', 'h', LIVE);
+    await trim(layout.chg, (r, key) => r.del(key));
+    await b.acquire('c-01', 'h', LIVE);
+    expect(await walk()).toEqual([...expected.filter((id) => id !== 'a-01' && id !== 'a-02'), 'c-00', 'c-01']);
+  });
+
+  it('a read applies more change entries than one catch-up script takes', async () => {
+    // 600 acquire+release cycles of one work item: 1 200 entries in its bucket's stream, over the
+    // 500 one script applies, then a second item in the same bucket.
+    const { b, prefix } = await h.open();
+    const layout = new Layout(prefix, 32);
+    const bucket = layout.bucketOf('busy');
+    const other = Array.from({ length: 200 }, (_, i) => `other-${i}`).find((id) => layout.bucketOf(id) === bucket)!;
+    expect(await b.admin.count()).toBe(0);
+    for (let i = 0; i < 600; i++) await b.release(await b.acquire('busy', 'h', LIVE));
+    await b.acquire(other, 'h', LIVE);
+    const key = layout.ix[bucket]!;
+    const before = await withNode(await nodeOfKey(url(), key), (r) => r.get(key));
+    expect((await b.admin.list({})).items.map((i) => i.workId).sort()).toEqual(['busy', other].sort());
+    const after = await withNode(await nodeOfKey(url(), key), (r) => r.get(key));
+    expect(before).toMatch(/ 0$/);
+    expect(after).toMatch(/ 1201$/);
+    expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
   });
 
   it('prune finds a lease whose renew shortened it, and skips one renewed past its old expiry', async () => {

@@ -6,6 +6,7 @@ import { ConflictError, InternalError, NotFoundError } from '../../lease/errors.
 import type { AuditEntry, LeaseInfo, StatePage } from '../../lease/types.ts';
 import { requestConflict } from '../common.ts';
 import { compareStreamIds } from './layout.ts';
+import { catchUp } from './indexes.ts';
 import { fieldMap, parsePacked } from './packed.ts';
 import { S, type Sender } from './send.ts';
 
@@ -23,7 +24,7 @@ export async function forceRelease(
     'forceRelease',
     S.forceRelease,
     b,
-    [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!, L.aud[b]!],
+    [L.m[b]!, L.chg[b]!, L.wake[b]!, L.aud[b]!],
     [workId, expectedToken.toString(), operator, reason, batchId ?? ''],
   );
   if (typeof reply === 'string') {
@@ -140,6 +141,7 @@ export async function prune(io: Sender, olderThanMs: number, limit: number): Pro
   let total = 0;
   // Bucket by bucket, so the total never exceeds `limit`.
   for (let b = 0; b < L.buckets && total < limit; b++) {
+    await catchUp(io, 'prune', b);
     const n = await io.runIn<number>(
       'prune',
       S.prune,

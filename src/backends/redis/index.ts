@@ -205,7 +205,7 @@ class RedisDriver implements LeaseDriver {
       'release',
       S.release,
       b,
-      [L.m[b]!, L.exp[b]!, L.chg[b]!, L.wake[b]!],
+      [L.m[b]!, L.chg[b]!, L.wake[b]!],
       [record.workId, record.fencingToken.toString()],
     );
     this.guarded(record, reply);

@@ -74,11 +74,14 @@
  */
 import { InvalidArgumentError } from '../../lease/errors.ts';
 
-export const LAYOUT_VERSION = 4;
+export const LAYOUT_VERSION = 5;
 /** An older layout, upgraded in place on migrate by adding dataset ids (see Dataset identity). */
 export const UPGRADABLE_LAYOUT = 2;
-/** The previous layout, upgraded in place on migrate by its number alone (see The release request). */
-export const RENUMBERED_LAYOUT = 3;
+/**
+ * The previous layouts, upgraded in place on migrate by their number alone (see The release
+ * request, and Indexes: their indexes are rebuilt from the bucket hashes when first read).
+ */
+export const RENUMBERED_LAYOUTS: readonly number[] = [3, 4];
 export const DEFAULT_BUCKETS = 32;
 /** Approximate cap of each bucket's change stream and audit stream (entries). */
 export const STREAM_MAXLEN = 10_000;
@@ -148,6 +151,8 @@ export class Layout {
   readonly statePrefixes: readonly string[];
   readonly ids: readonly string[];
   readonly exp: readonly string[];
+  /** Where the indexes stand in the change stream (see Indexes). */
+  readonly ix: readonly string[];
   readonly chg: readonly string[];
   readonly aud: readonly string[];
   /** The shard channel each write of the bucket publishes on. */
@@ -171,6 +176,7 @@ export class Layout {
     this.statePrefixes = base.map((k) => `${k}:s:`);
     this.ids = base.map((k) => `${k}:ids`);
     this.exp = base.map((k) => `${k}:exp`);
+    this.ix = base.map((k) => `${k}:ix`);
     this.chg = base.map((k) => `${k}:chg`);
     this.aud = base.map((k) => `${k}:aud`);
     this.wake = base.map((k) => `${k}:w`);
@@ -201,6 +207,7 @@ export class Layout {
       this.stateKey(b, workId),
       this.ids[b]!,
       this.exp[b]!,
+      this.ix[b]!,
       this.chg[b]!,
       this.aud[b]!,
       this.wake[b]!,

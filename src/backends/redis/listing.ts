@@ -4,6 +4,7 @@
  */
 import type { LeaseInfo, LeasePage } from '../../lease/types.ts';
 import type { DriverListOptions } from '../common.ts';
+import { catchUpAll } from './indexes.ts';
 import { compareUtf8, decodeListCursor, encodeListCursor } from './layout.ts';
 import { parsePacked } from './packed.ts';
 import type { Arg, Nullable, Sender } from './send.ts';
@@ -74,6 +75,7 @@ export async function count(
     return n;
   }
   const L = io.layout;
+  await catchUpAll(io, 'count');
   const min: Arg = workIdPrefix === undefined ? '-' : `[${workIdPrefix}`;
   // As in list: every UTF-8 string that starts with the prefix sorts before prefix + 0xFF.
   const max: Arg =
@@ -97,6 +99,9 @@ export async function count(
 export async function list(io: Sender, options: DriverListOptions): Promise<LeasePage> {
   const L = io.layout;
   let after = options.cursor === null ? null : decodeListCursor(options.cursor);
+  // A walk's first page brings the indexes up to date (layout.ts, Indexes): every work item that
+  // exists for the whole walk existed then. Later pages read the indexes as they are.
+  if (after === null) await catchUpAll(io, 'list');
   const prefix =
     options.workIdPrefix === undefined || options.workIdPrefix === '' ? null : options.workIdPrefix;
   // Every UTF-8 string that starts with the prefix sorts before prefix + 0xFF (never a UTF-8 byte).

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { BackendUnavailableError, DatasetLostError, SchemaMismatchError } from '../../lease/errors.ts';
 import { migrateCommandFor } from '../url.ts';
 import type { RedisClient, RedisTarget } from './connection.ts';
-import { DEFAULT_BUCKETS, LAYOUT_VERSION, Layout, RENUMBERED_LAYOUT, UPGRADABLE_LAYOUT } from './layout.ts';
+import { DEFAULT_BUCKETS, LAYOUT_VERSION, Layout, RENUMBERED_LAYOUTS, UPGRADABLE_LAYOUT } from './layout.ts';
 import { type Nullable, S, type Sender } from './send.ts';
 
 /**
@@ -28,7 +28,8 @@ export async function checkLayout(io: Sender, migrate: boolean): Promise<void> {
     }
     await refuseOrphanBuckets(io, readMeta, where);
   }
-  const upgradable = meta[0] === String(UPGRADABLE_LAYOUT) || meta[0] === String(RENUMBERED_LAYOUT);
+  const renumbered = (layout: Nullable | undefined): boolean => RENUMBERED_LAYOUTS.some((n) => layout === String(n));
+  const upgradable = meta[0] === String(UPGRADABLE_LAYOUT) || renumbered(meta[0]);
   if (migrate && (meta[0] === null || meta[0] === undefined || upgradable)) {
     meta = await io.run<Nullable[]>('migrate', S.migrate, [
       io.layout.meta,
@@ -36,7 +37,7 @@ export async function checkLayout(io: Sender, migrate: boolean): Promise<void> {
       DEFAULT_BUCKETS,
       randomBytes(12).toString('hex'),
       UPGRADABLE_LAYOUT,
-      RENUMBERED_LAYOUT,
+      ...RENUMBERED_LAYOUTS,
     ]);
   }
   const [layout, buckets, dataset, ready] = meta;
@@ -44,7 +45,7 @@ export async function checkLayout(io: Sender, migrate: boolean): Promise<void> {
   const known = layout === String(LAYOUT_VERSION) || (migrate && layout === String(UPGRADABLE_LAYOUT));
   if (!known || !Number.isInteger(n) || n < 1 || n > 16384 || typeof dataset !== 'string') {
     const fix =
-      layout === String(UPGRADABLE_LAYOUT) || layout === String(RENUMBERED_LAYOUT)
+      layout === String(UPGRADABLE_LAYOUT) || renumbered(layout)
         ? `; run \`worklease migrate ${io.url}\` (with this key prefix) to upgrade it in place`
         : Number(layout) < UPGRADABLE_LAYOUT
           ? // Layout 1 was never released, so there is nothing to convert (layout.ts): say how to start over.

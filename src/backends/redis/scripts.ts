@@ -364,7 +364,7 @@ export interface ScriptDef {
  * its last argument and may reply `LOST` too ({@link ACQUIRE_IDENTITY}); the refusals of the other
  * four end with the stored dataset id ({@link REFUSE}).
  *
- * acquire — KEYS: m, chg, wake (builds id, and on a first acquire ids and exp). ARGV: workId,
+ * acquire — KEYS: m, chg, wake (builds id). ARGV: workId,
  *   holderId, ttlMs, stepId ('' = none), dataset id.
  * - `{'HELD', holder, token, expires_at}` when a live lease exists (expires_at > now), also the caller's own.
  * - `'<token> <expires_at>'` otherwise: token = max(the stored (or tombstoned) token + 1, server µs)
@@ -385,14 +385,13 @@ export const acquire: ScriptDef = {
   lua: `${EMIT}${ACQUIRE_IDENTITY}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
 ${NOW_STR}${TOKENS}
-local tok, ver, chk, size, pred, clean, fresh = nextToken(nil), '1', '', '', 'none', '1', true
+local tok, ver, chk, size, pred, clean = nextToken(nil), '1', '', '', 'none', '1'
 if m then
   ${ACQUIRE_READ}
   if not t then
     tok = nextToken(m)
   else
     if ${later('exp', 'nows')} then return {'HELD', holder, t, exp} end
-    fresh = false
     tok = nextToken(t)
     ver = string.format('%d', v + 1)
     chk = ck
@@ -405,10 +404,6 @@ if m then
   end
 end
 local exp = string.format('%d', nows + ARGV[3])
-if fresh then
-  redis.call('ZADD', ${key("'exp'")}, exp, ARGV[1])
-  redis.call('ZADD', ${key("'ids'")}, '0', ARGV[1])
-end
 m = ARGV[2] .. '\\n' .. tok .. '\\n' .. exp .. '\\n' .. ARGV[3] .. '\\n' .. ARGV[4] .. '\\n' .. nows .. '\\n\\n' .. chk .. '\\n\\n' ..
   size .. '\\n' .. clean .. '\\n' .. pred .. '\\n\\n' .. ver
 redis.call('HSET', KEYS[1], ARGV[1], m)
@@ -458,23 +453,22 @@ return exp .. rq`,
 };
 
 /**
- * release — KEYS: m, exp, chg, wake. ARGV: workId, token.
+ * release — KEYS: m, chg, wake. ARGV: workId, token.
  * Outcomes as {@link renew} (a holder whose lease ran out cannot claim a clean handoff); on success
  * expires_at = now - 1 ms and `ended` = released, so the next acquire succeeds at once and is clean.
  */
 export const release: ScriptDef = {
-  numberOfKeys: 4,
+  numberOfKeys: 3,
   lua: `${EMIT}${guard(RELEASE.unpack)}
 exp = string.format('%d', nows - 1)
 m = ${RELEASE.pack({ rel: 'nows', ended: "'released'", rq: "''" })}
 redis.call('HSET', KEYS[1], ARGV[1], m)
-redis.call('ZADD', KEYS[2], exp, ARGV[1])
-emit(KEYS[3], KEYS[4], 'released\\n' .. ARGV[1] .. '\\n' .. m)
+emit(KEYS[2], KEYS[3], 'released\\n' .. ARGV[1] .. '\\n' .. m)
 return exp`,
 };
 
 /**
- * forceRelease — KEYS: m, exp, chg, wake, aud. ARGV: workId, expectedToken, operator, reason,
+ * forceRelease — KEYS: m, chg, wake, aud. ARGV: workId, expectedToken, operator, reason,
  *   batchId ('' for none; stored on the audit entry as `batch` only when given).
  * - `{'NOTFOUND'}` no lease (never acquired, or pruned).
  * - `{'CONFLICT', token, ended}` the stored token is not the one the operator saw, or the lease was
@@ -485,7 +479,7 @@ return exp`,
  *   audit entry and one change entry are appended.
  */
 export const forceRelease: ScriptDef = {
-  numberOfKeys: 6,
+  numberOfKeys: 5,
   lua: `${EMIT}${IDENTITY}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
 if not m then return {'NOTFOUND'} end
@@ -500,15 +494,14 @@ tok = nextToken(tok)
 exp = string.format('%d', now - 1)
 m = ${pack({ rel: 'nows', ended: "'force-released'", ver: "string.format('%d', ver + 1)", rq: "''" })}
 redis.call('HSET', KEYS[1], ARGV[1], m)
-redis.call('ZADD', KEYS[2], exp, ARGV[1])
 if ARGV[5] ~= nil and ARGV[5] ~= '' then
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'workId', ARGV[1], 'operator', ARGV[3],
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'workId', ARGV[1], 'operator', ARGV[3],
     'reason', ARGV[4], 'old_holder', holder, 'old_token', oldTok, 'new_token', tok, 'at', nows, 'batch', ARGV[5])
 else
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'workId', ARGV[1], 'operator', ARGV[3],
+  redis.call('XADD', KEYS[4], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'workId', ARGV[1], 'operator', ARGV[3],
     'reason', ARGV[4], 'old_holder', holder, 'old_token', oldTok, 'new_token', tok, 'at', nows)
 end
-emit(KEYS[3], KEYS[4], 'force-released\\n' .. ARGV[1] .. '\\n' .. m)
+emit(KEYS[2], KEYS[3], 'force-released\\n' .. ARGV[1] .. '\\n' .. m)
 return m`,
 };
 
@@ -673,13 +666,105 @@ return {last, added}`,
 };
 
 /**
+ * The Lua function `index(w, m)`: puts work id `w` with packed lease `m` into the listing index
+ * (KEYS[2], `ids`) and the expiry index (KEYS[3], `exp`), or takes it out of both when `m` is a
+ * tombstone (no expiry field). `ZADD LT` only lowers an expiry-index score, so an entry older than
+ * the score already there (a renew that shortened the lease ZADDed since) keeps the score a lower
+ * bound (EXTEND); prune re-checks every candidate and raises stale scores.
+ */
+const INDEX = `
+local function index(w, m)
+  local e = string.match(m, '^[^\\n]*\\n[^\\n]*\\n([^\\n]*)')
+  if e then
+    redis.call('ZADD', KEYS[2], 'NX', '0', w)
+    redis.call('ZADD', KEYS[3], 'LT', e, w)
+  else
+    redis.call('ZREM', KEYS[2], w)
+    redis.call('ZREM', KEYS[3], w)
+  end
+end`;
+
+/**
+ * indexCatchUp (one bucket) — KEYS: chg, ids, exp, ix. ARGV: most entries to apply.
+ * Applies the change entries after the position in `ix` (`<stream id> <ordinal>`, as a change
+ * cursor: STREAM_INFO) to the listing and expiry indexes ({@link INDEX}; a `pruned` entry removes
+ * the work id) and moves `ix` past them. The lease calls write no index entry (layout.ts, Indexes):
+ * every lease that gets or loses an index entry has a change entry saying so.
+ * - `'OK'` the indexes hold every change entry the stream had when the script ran;
+ * - `'MORE'` more than the most entries are waiting: call again;
+ * - `'REBUILD'` `ix` is missing (a new or upgraded prefix), or entries after it were trimmed away
+ *   (MAXLEN ~), or the stream started over (fewer entries added than `ix` counts, or as many but a
+ *   different last id): rebuild the indexes from the bucket hash ({@link indexRebuild}).
+ */
+export const indexCatchUp: ScriptDef = {
+  numberOfKeys: 5,
+  lua: `${IDENTITY}${STREAM_INFO}${INDEX}
+local at = redis.call('GET', KEYS[4])
+if not at then return 'REBUILD' end
+local id, k = string.match(at, '^([^ ]+) (%d+)$')
+if not id then return 'REBUILD' end
+k = tonumber(k)
+if added - len > k or added < k then return 'REBUILD' end
+if added == k then
+  if last == id then return 'OK' end
+  return 'REBUILD'
+end
+local es = redis.call('XRANGE', KEYS[1], '(' .. id, '+', 'COUNT', ARGV[1])
+if #es == 0 then return 'REBUILD' end
+for i = 1, #es do
+  local kind, w, rest = string.match(es[i][2][2], '^([^\\n]*)\\n([^\\n]*)\\n(.*)$')
+  if kind == 'pruned' then rest = '' end
+  index(w, rest)
+end
+k = k + #es
+redis.call('SET', KEYS[4], es[#es][1] .. ' ' .. string.format('%d', k))
+if k < added then return 'MORE' end
+return 'OK'`,
+};
+
+/**
+ * indexRebuild (one bucket) — KEYS: m, ids, exp, ix, chg. ARGV: HSCAN cursor ('0' to start), count,
+ * start position ('' on the first call).
+ * Indexes up to `count` fields of the bucket hash ({@link INDEX}). The first call deletes `ix` and
+ * takes the stream's head as the start position; the call whose HSCAN completes stores it in `ix`
+ * (unless another rebuild stored its own first), so {@link indexCatchUp} then applies every change
+ * made since the rebuild began: HSCAN returns every field that exists for the whole scan, and one
+ * added or changed meanwhile has a change entry after the start position. Returns
+ * `{next cursor, start position}`; cursor '0' means done.
+ */
+export const indexRebuild: ScriptDef = {
+  numberOfKeys: 6,
+  lua: `${IDENTITY}${INDEX}
+local start = ARGV[3]
+if ARGV[1] == '0' then
+  local len, added, last = 0, 0, '0-0'
+  if redis.call('EXISTS', KEYS[5]) == 1 then
+    local info = redis.call('XINFO', 'STREAM', KEYS[5])
+    for i = 1, #info, 2 do
+      if info[i] == 'entries-added' then added = info[i + 1]
+      elseif info[i] == 'last-generated-id' then last = info[i + 1] end
+    end
+  end
+  start = last .. ' ' .. string.format('%d', added)
+  redis.call('DEL', KEYS[4])
+end
+local r = redis.call('HSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2])
+local kv = r[2]
+for i = 1, #kv, 2 do index(kv[i], kv[i + 1]) end
+if r[1] == '0' then redis.call('SET', KEYS[4], start, 'NX') end
+return {r[1], start}`,
+};
+
+/**
  * migrate — KEYS: meta. ARGV: layout version, bucket count, a new random dataset id, the layout it
- * upgrades by adding dataset ids (2), the layout it upgrades by its number alone (3; layout.ts).
+ * upgrades by adding dataset ids (2), then the layouts it upgrades by their number alone (3 and 4;
+ * layout.ts).
  * No identity check: this is what creates the identity.
  * - no meta hash: creates it (layout, buckets, dataset, created_at; not yet `ready`);
  * - a meta hash of layout 2 without a dataset id: adds the id (the layout stays until
  *   the buckets have their `id` keys and {@link markReady} runs);
- * - a meta hash of layout 3: says the current layout (its packed leases read unchanged);
+ * - a meta hash of layout 3 or 4: says the current layout (its packed leases read unchanged, and
+ *   its indexes are rebuilt when first read: indexCatchUp finds no `ix`);
  * - anything else is left alone.
  * Two processes opening at once both get the first one's values. Returns
  * `{layout, buckets, dataset, ready}` as stored, which the caller checks.
@@ -692,8 +777,11 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1], 'layout', ARGV[1], 'buckets', ARGV[2], 'dataset', ARGV[3], 'created_at', now)
 elseif redis.call('HGET', KEYS[1], 'layout') == ARGV[4] then
   redis.call('HSETNX', KEYS[1], 'dataset', ARGV[3])
-elseif redis.call('HGET', KEYS[1], 'layout') == ARGV[5] then
-  redis.call('HSET', KEYS[1], 'layout', ARGV[1])
+else
+  local layout = redis.call('HGET', KEYS[1], 'layout')
+  for i = 5, #ARGV do
+    if layout == ARGV[i] then redis.call('HSET', KEYS[1], 'layout', ARGV[1]) end
+  end
 end
 return redis.call('HMGET', KEYS[1], 'layout', 'buckets', 'dataset', 'ready')`,
 };

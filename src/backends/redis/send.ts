@@ -44,6 +44,8 @@ export const S: Record<string, Script> & {
   readCheckpoint: script(lua.readCheckpoint),
   readState: script(lua.readState),
   prune: script(lua.prune),
+  indexCatchUp: script(lua.indexCatchUp),
+  indexRebuild: script(lua.indexRebuild),
   changesRead: script(lua.changesRead),
   streamHead: script(lua.streamHead),
   migrate: script(lua.migrate),
