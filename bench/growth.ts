@@ -5,8 +5,10 @@
  * For each backend a fresh namespace is grown to each of `--sizes` in turn (default 1 000,
  * 100 000, 1 000 000) through the library's own `acquire` calls (`--fill` in flight, ttl 1 h,
  * work ids `g<n>`); the fill's time and rate are printed. Then, at that size:
- * - bytes per lease: Redis `INFO memory` `used_memory` now minus right after the backend
- *   opened, over the stored leases; PostgreSQL `pg_total_relation_size` (heap + indexes +
+ * - Redis: the time of the first read after the fill, which brings the listing and expiry
+ *   indexes up to the fill's change entries (layout.ts, Indexes), and of a rebuild of them all;
+ * - bytes per lease: Redis `INFO memory` `used_memory` now (indexes included) minus right after
+ *   the backend opened, over the stored leases; PostgreSQL `pg_total_relation_size` (heap + indexes +
  *   TOAST) of every table of the schema, over the stored leases, read before any renew at
  *   that size;
  * - renews per second at 1 and 64 in flight, on 4 096 leases spread evenly over all those
@@ -28,6 +30,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { DEFAULT_BUCKETS, Layout } from '../src/backends/redis/layout.ts';
 import { startRedisServer } from '../src/chaos/servers.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
 import { benchArgs, intArg } from './args.ts';
@@ -80,6 +83,11 @@ interface Target {
   raw: (i: number) => Promise<unknown>;
   /** What one stored lease takes, in bytes, with `leases` stored. */
   bytesPerLease(leases: number): Promise<number>;
+  /**
+   * Redis: brings the listing and expiry indexes up to date after a fill (they are part of what a
+   * lease takes) and times that and a rebuild from scratch; returns the line to print.
+   */
+  indexes?(leases: number, added: number): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -106,6 +114,18 @@ async function redisTarget(): Promise<Target> {
       backend,
       raw: (i) => raw(`${ns}:raw:${i % 64}`, String(i)),
       bytesPerLease: async (leases) => ((await used()) - used0) / leases,
+      indexes: async (leases, added) => {
+        // The first read after the fill applies its change entries (or rebuilds the indexes of a
+        // bucket whose stream was trimmed past them); then a rebuild of all of them (layout.ts, Indexes).
+        let t0 = performance.now();
+        await backend.admin.count();
+        const first = performance.now() - t0;
+        for (const key of new Layout(ns, DEFAULT_BUCKETS).ix) await admin.del(key);
+        t0 = performance.now();
+        await backend.admin.count();
+        const rebuild = performance.now() - t0;
+        return `indexes: first read after adding ${added} leases ${first.toFixed(0)} ms (${((first * 1000) / added).toFixed(1)} us per lease added), rebuild of all ${leases} ${rebuild.toFixed(0)} ms (${((rebuild * 1000) / leases).toFixed(1)} us per lease)`;
+      },
       close: async () => {
         await backend.close();
         if (server !== null) {
@@ -193,6 +213,7 @@ async function growth(kind: 'redis' | 'postgres'): Promise<void> {
         if (wanted.has(n)) kept.set(n, lease);
       });
       stored = size;
+      const indexes = (await t.indexes?.(size, size - from)) ?? null;
       const bytes = await t.bytesPerLease(size);
       const leases = sampleAt[s]!.map((n) => kept.get(n)!);
       const renew: Contender = {
@@ -210,6 +231,7 @@ async function growth(kind: 'redis' | 'postgres'): Promise<void> {
           `${(first ? String(size) : '').padStart(9)}${(first ? ((size - from) / fill.rate).toFixed(1) : '').padStart(9)}${(first ? fill.rate.toFixed(0) : '').padStart(9)}${(first ? bytes.toFixed(0) : '').padStart(13)}${String(inFlight).padStart(11)}${r!.rate.toFixed(0).padStart(10)}${b!.rate.toFixed(0).padStart(12)}${r!.ratio.toFixed(2).padStart(7)}x${r!.cpuUs.toFixed(1).padStart(14)}`,
         );
       }
+      if (indexes !== null) console.log(`${''.padStart(9)}${indexes}`);
     }
     console.log(`load average ${loadText()}`);
   } finally {

@@ -129,6 +129,9 @@ describe('Redis restarted without persistence mid-run', () => {
       () => b.admin.readState('wipe-held'),
       () => b.admin.prune({ olderThanMs: 0 }),
       () => b.admin.changeCursor(),
+      // Their index catch-up (layout.ts, Indexes) checks the dataset: no empty fleet after a wipe.
+      () => b.admin.list({}),
+      () => b.admin.count(),
     ]) {
       const err = await call().then(
         () => null,
@@ -283,7 +286,11 @@ describe('dataset identity at open (shared server, own prefixes)', () => {
       open(REDIS_URL, { keyPrefix: prefix }),
     ]);
     const meta = await r.hgetall(L.meta);
-    expect(meta).toMatchObject({ layout: String(LAYOUT_VERSION), ready: '1', buckets: String(DEFAULT_BUCKETS) });
+    expect(meta).toMatchObject({
+      layout: String(LAYOUT_VERSION),
+      ready: '1',
+      buckets: String(DEFAULT_BUCKETS),
+    });
     for (const key of L.id) expect(await r.get(key)).toBe(meta.dataset);
     expect(Array.from((await u1.readCheckpoint(rec)).state ?? [])).toEqual(Array.from(Buffer.from('state')));
     await u2.renew(rec, LIVE);

@@ -630,7 +630,11 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     // Entries the indexes have not seen: first acquires, a release, a force-release.
     await Promise.all(names('b', 20).map((id) => b.acquire(id, 'h', LIVE)));
     await b.release(early[1]!);
-    await b.admin.forceRelease('a-02', { expectedToken: early[2]!.fencingToken, operator: 'op', reason: 't' });
+    await b.admin.forceRelease('a-02', {
+      expectedToken: early[2]!.fencingToken,
+      operator: 'op',
+      reason: 't',
+    });
     const trim = async (keys: readonly string[], how: (r: Redis, key: string) => Promise<unknown>) => {
       for (const key of keys) await withNode(await nodeOfKey(url(), key), (r) => how(r, key));
     };
@@ -655,7 +659,11 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     await b.acquire('c-00', 'h', LIVE);
     await trim(layout.chg, (r, key) => r.del(key));
     await b.acquire('c-01', 'h', LIVE);
-    expect(await walk()).toEqual([...expected.filter((id) => id !== 'a-01' && id !== 'a-02'), 'c-00', 'c-01']);
+    expect(await walk()).toEqual([
+      ...expected.filter((id) => id !== 'a-01' && id !== 'a-02'),
+      'c-00',
+      'c-01',
+    ]);
   });
 
   it('a read applies more change entries than one catch-up script takes', async () => {
@@ -664,7 +672,9 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     const { b, prefix } = await h.open();
     const layout = new Layout(prefix, 32);
     const bucket = layout.bucketOf('busy');
-    const other = Array.from({ length: 200 }, (_, i) => `other-${i}`).find((id) => layout.bucketOf(id) === bucket)!;
+    const other = Array.from({ length: 200 }, (_, i) => `other-${i}`).find(
+      (id) => layout.bucketOf(id) === bucket,
+    )!;
     expect(await b.admin.count()).toBe(0);
     for (let i = 0; i < 600; i++) await b.release(await b.acquire('busy', 'h', LIVE));
     await b.acquire(other, 'h', LIVE);

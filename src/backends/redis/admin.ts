@@ -5,8 +5,8 @@
 import { ConflictError, InternalError, NotFoundError } from '../../lease/errors.ts';
 import type { AuditEntry, LeaseInfo, StatePage } from '../../lease/types.ts';
 import { requestConflict } from '../common.ts';
-import { compareStreamIds } from './layout.ts';
 import { catchUp } from './indexes.ts';
+import { compareStreamIds } from './layout.ts';
 import { fieldMap, parsePacked } from './packed.ts';
 import { S, type Sender } from './send.ts';
 

@@ -28,7 +28,8 @@ export async function checkLayout(io: Sender, migrate: boolean): Promise<void> {
     }
     await refuseOrphanBuckets(io, readMeta, where);
   }
-  const renumbered = (layout: Nullable | undefined): boolean => RENUMBERED_LAYOUTS.some((n) => layout === String(n));
+  const renumbered = (layout: Nullable | undefined): boolean =>
+    RENUMBERED_LAYOUTS.some((n) => layout === String(n));
   const upgradable = meta[0] === String(UPGRADABLE_LAYOUT) || renumbered(meta[0]);
   if (migrate && (meta[0] === null || meta[0] === undefined || upgradable)) {
     meta = await io.run<Nullable[]>('migrate', S.migrate, [

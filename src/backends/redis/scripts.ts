@@ -30,8 +30,7 @@
  * Keys a script builds: the lease scripts declare the keys they write after
  * their first write, and build from KEYS[1] (`<bucket>:m`, layout.ts) only the
  * keys they read, or write before any other write, on a path most calls do not
- * take (the id key, the expiry index on a shortened lease, the listing index on
- * a first acquire). Every declared key or argument costs the server about 2k
+ * take (the id key, the expiry index on a shortened lease). Every declared key or argument costs the server about 2k
  * instructions per call, a built one only where it is used (callgrind, private
  * Redis 7.0, the bench's raw script with 2 more keys: +4.1k, with 3 more
  * arguments: +4.5k, building one key: +2.2k). All of a bucket's keys share its
@@ -39,10 +38,8 @@
  * Cluster slot migrates, its keys move one by one, and a built key may already
  * be on the other master when the declared ones are not, so the command that
  * touches it can fail inside the script: every built key is touched before the
- * script's other writes, and a first acquire adds the expiry-index entry before
- * the listing one, so such a failure leaves at most an expiry-index entry
- * without a lease, which prune removes (it removes index entries of missing
- * leases).
+ * script's other writes, so such a failure writes nothing (a renew's ZADD to
+ * the expiry index of a lease it then does not renew only lowers a lower bound).
  *
  * Replies tell every outcome apart, so a call never needs a second round trip.
  * Success is a plain string (cheaper for Redis to return than an array, see
@@ -87,16 +84,18 @@
  * Numbers are turned into strings once, with `string.format('%d')`: Redis would
  * otherwise format numeric arguments with `%.17g`, which cost more.
  *
- * What bounds acquire and release against the bench's raw script is the server's work for an
- * ownership change (npm run bench prints each call's server time). A first acquire at 64 in
- * flight took 33.9 µs (EVALSHA usec per call, shared Redis 7.0, medians of 5 interleaved passes of
- * 4 000; the raw script 6.2): 21.4 without its two index ZADDs (`ids` for paged listing, `exp` for
- * prune), 27.6 without its change entry (XADD + SPUBLISH), 12.2 without all three. Those writes
- * are what listing, prune and the change feed stand on; with them the server caps first acquires
- * at 64 in flight near 0.6x the raw script whatever the client does (the same acquires sent
- * through a bare socket client of a few lines: 0.60x; through this driver: 0.54x). At 1 in
- * flight the server runs each call from cold caches and every figure about doubles (first
- * acquire 64.7 µs, release 44.5, raw 16.9).
+ * Why the lease calls write no index entry (layout.ts, Indexes): the listing and expiry indexes
+ * (`ids`, `exp`) are what list, count and prune read, and every write that adds, ends or prunes a
+ * lease appends a change entry carrying the packed lease anyway, so the readers apply those
+ * entries to the indexes first ({@link indexCatchUp}). Measured (npm run bench, EVALSHA usec per
+ * call from INFO commandstats, medians of 5 interleaved rounds at 64 in flight, same machine and
+ * day, load 0.5 and 3.5): a first acquire took 21.1 µs with its two ZADDs and 13.5 without (raw
+ * script 3.9 and 4.5), a release 15.0 with its ZADD and 7.7 without. Applying an entry later costs
+ * the same two ZADDs, but once per work item and change however many readers there are, in
+ * batches of 500 per script, off the calls' round trip, and not at all while nobody reads the
+ * indexes. What bounds a first acquire now is its change entry (XADD + SPUBLISH, required by the
+ * feed), the new hash field, the dataset check's GET and the token arithmetic. At 1 in flight the
+ * server runs each call from cold caches and every figure about doubles.
  */
 import { INFO_FIELDS, STREAM_MAXLEN } from './layout.ts';
 
@@ -341,11 +340,12 @@ const RENEW = split(['tok', 'exp', 'ver', 'rq'], ['ttl', 'ren']);
 const RELEASE = split(['tok', 'exp', 'ver'], ['rel', 'ended', 'rq']);
 
 /**
- * The expiry index `exp` holds a lower bound of each lease's expires_at: exact after a first
- * acquire, release and force-release, and left alone when renew/checkpoint push the expiry later
- * (the common case) and when an acquire follows an ended lease (its new expiry is later than the
- * old one), which saves a ZADD per call. It is lowered when a renew shortens the lease. prune
- * re-checks the lease and raises stale scores.
+ * The expiry index `exp` holds a lower bound of each lease's expires_at, once caught up with the
+ * change stream ({@link indexCatchUp}): the expiry a change entry carries (acquire, release,
+ * force-release) only ever lowers a score (`ZADD LT`), and the index is left alone when
+ * renew/checkpoint push the expiry later (the common case), which saves a ZADD per call. A renew
+ * that shortens the lease writes no change entry, so it lowers the score itself. prune re-checks
+ * the lease and raises stale scores.
  */
 const EXTEND = `
 local old = exp
@@ -688,8 +688,9 @@ end`;
  * indexCatchUp (one bucket) — KEYS: chg, ids, exp, ix. ARGV: most entries to apply.
  * Applies the change entries after the position in `ix` (`<stream id> <ordinal>`, as a change
  * cursor: STREAM_INFO) to the listing and expiry indexes ({@link INDEX}; a `pruned` entry removes
- * the work id) and moves `ix` past them. The lease calls write no index entry (layout.ts, Indexes):
- * every lease that gets or loses an index entry has a change entry saying so.
+ * the work id) and moves `ix` past them. The lease calls write no index entry but the shortened
+ * renew's lower score (layout.ts, Indexes): every lease that gets or loses an index entry, or
+ * ends, has a change entry saying so.
  * - `'OK'` the indexes hold every change entry the stream had when the script ran;
  * - `'MORE'` more than the most entries are waiting: call again;
  * - `'REBUILD'` `ix` is missing (a new or upgraded prefix), or entries after it were trimmed away
