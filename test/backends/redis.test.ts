@@ -709,8 +709,9 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
   });
 
   it('prune removes an expiry-index entry whose lease was never written (a first acquire cut short)', async () => {
-    // A first acquire adds the expiry-index entry before anything else it writes (scripts.ts, Keys a
-    // script builds); should the script fail after it, that entry must not count or linger.
+    // Layout 4 added a first acquire's expiry-index entry before anything else it wrote, so a script
+    // that failed after it (a Cluster slot moving) left the entry alone; such an entry, in a prefix
+    // upgraded to layout 5, must not count or linger.
     const { b, prefix } = await h.open();
     const layout = new Layout(prefix, 32);
     const exp = layout.exp[layout.bucketOf('orphan')]!;
