@@ -685,6 +685,21 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     expect(before).toMatch(/ 0$/);
     expect(after).toMatch(/ 1201$/);
     expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
+    // A rebuild over more fields than one script scans (500): 700 more leases in that bucket.
+    const more: string[] = [];
+    for (let i = 0; more.length < 700; i++)
+      if (layout.bucketOf(`more-${i}`) === bucket) more.push(`more-${i}`);
+    await Promise.all(more.map((id) => b.acquire(id, 'h', LIVE)));
+    await withNode(await nodeOfKey(url(), key), (r) => r.del(key));
+    expect(await b.admin.count()).toBe(701);
+    const listed: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await b.admin.list({ cursor, limit: 250 });
+      listed.push(...page.items.map((i) => i.workId));
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    expect(listed).toEqual([other, ...more].sort(compareUtf8));
   });
 
   it('prune finds a lease whose renew shortened it, and skips one renewed past its old expiry', async () => {

@@ -46,7 +46,7 @@ export async function catchUp(io: Sender, op: string, b: number): Promise<void> 
         op,
         S.indexRebuild,
         b,
-        [L.m[b]!, L.ids[b]!, L.exp[b]!, L.ix[b]!, L.chg[b]!],
+        [L.chg[b]!, L.ids[b]!, L.exp[b]!, L.ix[b]!, L.m[b]!],
         [cursor, REBUILD_FIELDS, start],
       );
     } while (cursor !== '0');

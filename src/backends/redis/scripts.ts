@@ -724,7 +724,7 @@ return 'OK'`,
 };
 
 /**
- * indexRebuild (one bucket) — KEYS: m, ids, exp, ix, chg. ARGV: HSCAN cursor ('0' to start), count,
+ * indexRebuild (one bucket) — KEYS: chg, ids, exp, ix, m. ARGV: HSCAN cursor ('0' to start), count,
  * start position ('' on the first call).
  * Indexes up to `count` fields of the bucket hash ({@link INDEX}). The first call deletes `ix` and
  * takes the stream's head as the start position; the call whose HSCAN completes stores it in `ix`
@@ -737,19 +737,11 @@ export const indexRebuild: ScriptDef = {
   numberOfKeys: 6,
   lua: `${IDENTITY}${INDEX}
 local start = ARGV[3]
-if ARGV[1] == '0' then
-  local len, added, last = 0, 0, '0-0'
-  if redis.call('EXISTS', KEYS[5]) == 1 then
-    local info = redis.call('XINFO', 'STREAM', KEYS[5])
-    for i = 1, #info, 2 do
-      if info[i] == 'entries-added' then added = info[i + 1]
-      elseif info[i] == 'last-generated-id' then last = info[i + 1] end
-    end
-  end
+if ARGV[1] == '0' then${STREAM_INFO}
   start = last .. ' ' .. string.format('%d', added)
   redis.call('DEL', KEYS[4])
 end
-local r = redis.call('HSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2])
+local r = redis.call('HSCAN', KEYS[5], ARGV[1], 'COUNT', ARGV[2])
 local kv = r[2]
 for i = 1, #kv, 2 do index(kv[i], kv[i + 1]) end
 if r[1] == '0' then redis.call('SET', KEYS[4], start, 'NX') end
