@@ -312,6 +312,30 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     expect((await b.admin.changes({ cursor: await b.admin.changeCursor() })).gap).toBe(false);
   });
 
+  it('reports a gap when the change stream is not the one the cursor read (deleted, then as many entries or more)', async () => {
+    // As after a failover to a replica that had not received the last entries and then took new
+    // writes: the cursor's ordinal is reached again, or passed, by other entries.
+    const { b, prefix } = await h.open();
+    const layout = new Layout(prefix, 32);
+    const id = 'restarted';
+    const chg = layout.chg[layout.bucketOf(id)]!;
+    const node = await nodeOfKey(url(), chg);
+    let rec = await b.acquire(id, 'h1', LIVE);
+    await b.release(rec);
+    const read = await b.admin.changes({ cursor: await b.admin.changeCursor() });
+    const at = (await b.admin.changes({ cursor: read.cursor })).cursor;
+    expect(at).toMatch(/~2(\.|$)/);
+    for (const writes of [2, 3]) {
+      await withNode(node, (r) => r.del(chg));
+      for (let i = 0; i < writes; i++) {
+        if (i % 2 === 0) rec = await b.acquire(id, 'h1', LIVE);
+        else await b.release(rec);
+      }
+      expect((await b.admin.changes({ cursor: at })).gap, `${writes} entries after the restart`).toBe(true);
+      if (writes % 2 === 1) await b.release(rec);
+    }
+  });
+
   it('reports a gap when the change stream was trimmed past the cursor, and none otherwise', async () => {
     const { b, prefix } = await h.open();
     const layout = new Layout(prefix, 32);

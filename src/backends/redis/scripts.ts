@@ -639,17 +639,31 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
 end`;
 
 /**
+ * After {@link STREAM_INFO}: the Lua function `lost(id, k)`, true when a reader at stream id `id`
+ * and ordinal `k` cannot go on from there. Either entries after it were trimmed away (more than k
+ * removed), or the stream is not the one the reader read: it was deleted and started over, or a
+ * replica that had not received the latest entries was promoted and wrote new ones. A stream that
+ * started over has fewer entries added than k, or at least as many but no entry at `id`, which must
+ * be there while its ordinal is above the trimmed ones (one XRANGE lookup, O(log n)).
+ */
+const LOST = `
+local function lost(id, k)
+  if added - len > k or added < k then return true end
+  return k > added - len and #redis.call('XRANGE', KEYS[1], id, id) == 0
+end`;
+
+/**
  * changesRead (one bucket) — KEYS: chg. ARGV: cursor id (exclusive), count, cursor ordinal.
- * - `{1, {}}` gap: entries after the cursor were trimmed away (MAXLEN ~), or the stream was deleted
- *   and started over (fewer entries added than the cursor's ordinal).
+ * - `{1, {}}` gap: entries after the cursor were trimmed away (MAXLEN ~), or the stream is not the
+ *   one the cursor was read from ({@link LOST}).
  * - `{0, {{streamId, {'c', change}}, …}}` up to `count` entries after the cursor, oldest first
  *   (see EMIT and prune for `change`). They have ordinals k+1, k+2, ….
  */
 export const changesRead: ScriptDef = {
   numberOfKeys: 2,
-  lua: `${IDENTITY}${STREAM_INFO}
+  lua: `${IDENTITY}${STREAM_INFO}${LOST}
 local k = tonumber(ARGV[3])
-if added - len > k or added < k then return {1, {}} end
+if lost(ARGV[1], k) then return {1, {}} end
 if added == k then return {0, {}} end
 return {0, redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', ARGV[2])}`,
 };
@@ -694,22 +708,19 @@ end`;
  * - `'OK'` the indexes hold every change entry the stream had when the script ran;
  * - `'MORE'` more than the most entries are waiting: call again;
  * - `'REBUILD'` `ix` is missing (a new or upgraded prefix), or entries after it were trimmed away
- *   (MAXLEN ~), or the stream started over (fewer entries added than `ix` counts, or as many but a
- *   different last id): rebuild the indexes from the bucket hash ({@link indexRebuild}).
+ *   (MAXLEN ~), or the stream started over ({@link LOST}): rebuild the indexes from the bucket hash
+ *   ({@link indexRebuild}).
  */
 export const indexCatchUp: ScriptDef = {
   numberOfKeys: 5,
-  lua: `${IDENTITY}${STREAM_INFO}${INDEX}
+  lua: `${IDENTITY}${STREAM_INFO}${LOST}${INDEX}
 local at = redis.call('GET', KEYS[4])
 if not at then return 'REBUILD' end
 local id, k = string.match(at, '^([^ ]+) (%d+)$')
 if not id then return 'REBUILD' end
 k = tonumber(k)
-if added - len > k or added < k then return 'REBUILD' end
-if added == k then
-  if last == id then return 'OK' end
-  return 'REBUILD'
-end
+if lost(id, k) then return 'REBUILD' end
+if added == k then return 'OK' end
 local es = redis.call('XRANGE', KEYS[1], '(' .. id, '+', 'COUNT', ARGV[1])
 if #es == 0 then return 'REBUILD' end
 for i = 1, #es do
