@@ -664,17 +664,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     };
     await trim(layout.chg, (r, key) => r.xtrim(key, 'MAXLEN', 0));
     const expected = [...names('a', 20).slice(1), ...names('b', 20)];
-    const walk = async (): Promise<string[]> => {
-      const seen: string[] = [];
-      let cursor: string | null = null;
-      do {
-        const page = await b.admin.list({ cursor, limit: 7 });
-        seen.push(...page.items.map((i) => i.workId));
-        cursor = page.nextCursor;
-      } while (cursor !== null);
-      return seen;
-    };
-    expect(await walk()).toEqual(expected);
+    expect(await walk(b.admin, 7)).toEqual(expected);
     expect(await b.admin.count()).toBe(39);
     // The rebuilt expiry index finds the release and the force-release that only the trimmed entries told of.
     expect(await b.admin.prune({ olderThanMs: 0 })).toBe(2);
@@ -683,7 +673,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     await b.acquire('c-00', 'h', LIVE);
     await trim(layout.chg, (r, key) => r.del(key));
     await b.acquire('c-01', 'h', LIVE);
-    expect(await walk()).toEqual([
+    expect(await walk(b.admin, 7)).toEqual([
       ...expected.filter((id) => id !== 'a-01' && id !== 'a-02'),
       'c-00',
       'c-01',
@@ -716,14 +706,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     await Promise.all(more.map((id) => b.acquire(id, 'h', LIVE)));
     await withNode(await nodeOfKey(url(), key), (r) => r.del(key));
     expect(await b.admin.count()).toBe(701);
-    const listed: string[] = [];
-    let cursor: string | null = null;
-    do {
-      const page = await b.admin.list({ cursor, limit: 250 });
-      listed.push(...page.items.map((i) => i.workId));
-      cursor = page.nextCursor;
-    } while (cursor !== null);
-    expect(listed).toEqual([other, ...more].sort(compareUtf8));
+    expect(await walk(b.admin, 250)).toEqual([other, ...more].sort(compareUtf8));
   });
 
   it('prune finds a lease whose renew shortened it, and skips one renewed past its old expiry', async () => {
@@ -763,6 +746,18 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     expect(await b.admin.get('orphan')).toBeNull();
   });
 });
+
+/** The work ids of a whole `list` walk in pages of `limit`. */
+async function walk(admin: LeaseAdmin, limit: number): Promise<string[]> {
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await admin.list({ cursor, limit });
+    seen.push(...page.items.map((i) => i.workId));
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+  return seen;
+}
 
 /** The master that holds `key` (the only node for standalone). */
 async function nodeOfKey(url: string, key: string): Promise<Node> {
