@@ -1,19 +1,4 @@
-/**
- * Redis-specific behaviour, on standalone Redis and on Redis Cluster: slot
- * placement and key layout, spreading over masters, dropped and in-flight
- * connections, NOSCRIPT after SCRIPT FLUSH, change-stream trimming, prefix
- * isolation and the layout check. The lease contract itself is covered by the
- * conformance suite (test/conformance).
- *
- * Each test uses its own key prefix and removes its keys afterwards (SCAN on
- * every master). Tests that stall a server (CLIENT PAUSE) use a private
- * redis-server / cluster so other test files sharing 127.0.0.1:6379 never wait.
- */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openRedis } from '../../src/backends/redis/index.ts';
@@ -24,6 +9,7 @@ import { FleetModel } from '../../src/console/model.ts';
 import type { LeaseAdmin, LeaseBackend, OpenOptions } from '../../src/index.ts';
 import { codeOf, REDIS_URL, uniqueNamespace } from '../support/backends.ts';
 import { type RedisCluster, startRedisCluster } from '../support/redis-cluster.ts';
+import { startRedisServer } from '../support/redis-server.ts';
 
 const LIVE = 30_000;
 /** Generous bound for "never hangs": callTimeoutMs in these tests is 2 s. */
@@ -771,38 +757,6 @@ async function nodeOfKey(url: string, key: string): Promise<Node> {
   const owner = slots.find(([from, to]) => slot >= from && slot <= to);
   if (owner === undefined) throw new Error(`no owner for slot ${slot}`);
   return { host: owner[2][0], port: Number(owner[2][1]) };
-}
-
-/** A throw-away standalone redis-server on a free loopback port. */
-async function startRedisServer(): Promise<{ url: string; stop(): Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), 'worklease-redis-'));
-  const port = await new Promise<number>((resolve) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const p = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(p));
-    });
-  });
-  const child: ChildProcess = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-    { stdio: 'ignore' },
-  );
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const up = await withNode({ host: '127.0.0.1', port }, (r) => r.ping()).catch(() => null);
-    if (up === 'PONG') break;
-    if (Date.now() > deadline) throw new Error('private redis-server did not start');
-    await sleep(50);
-  }
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    async stop() {
-      child.kill('SIGKILL');
-      if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }
 
 // CLIENT PAUSE stalls every client of a server, so these run on private servers.

@@ -295,6 +295,7 @@ class RedisDriver implements LeaseDriver {
 
   async close(): Promise<void> {
     this.watch.close();
+    this.io.close();
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
       this.client.quit().catch(() => undefined),

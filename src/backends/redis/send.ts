@@ -17,6 +17,7 @@ import { classifyRedisError } from './errors.ts';
 import { DEFAULT_BUCKETS, Layout } from './layout.ts';
 import type { ScriptDef } from './scripts.ts';
 import * as lua from './scripts.ts';
+import { Wire } from './wire.ts';
 
 export type Arg = string | Buffer | number;
 
@@ -150,6 +151,13 @@ export class Sender {
   private held = 0;
   /** Times out commands at their call deadline, with one coarse timer (deadlines.ts). */
   private readonly watchdog: DeadlineWatch<TrackedCommand>;
+  /**
+   * The lease calls' own connection (wire.ts), standalone only: a Cluster keeps ioredis, which
+   * follows its redirects, and with `durability` on every lease call goes through ioredis, since
+   * WAIT confirms only what its own connection wrote. Connected on the first lease call, so a
+   * process that only reads (the console, the CLI) never opens it.
+   */
+  private readonly wire: Wire | null;
 
   constructor(
     readonly client: RedisClient,
@@ -162,6 +170,43 @@ export class Sender {
     this.watchdog = new DeadlineWatch<TrackedCommand>(tickFor(this.callTimeoutMs), abandon);
     this.kind = target.kind;
     this.url = target.redacted;
+    this.wire =
+      target.kind === 'redis' && options.durability.replicas === 0
+        ? new Wire(target, {
+            name: `worklease:${options.keyPrefix}`,
+            connectTimeoutMs: Math.max(1, Math.floor(this.callTimeoutMs / 2)),
+            callTimeoutMs: this.callTimeoutMs,
+            tickMs: tickFor(this.callTimeoutMs),
+          })
+        : null;
+  }
+
+  /** Closes the lease calls' connection; the ioredis client is the driver's to close. */
+  close(): void {
+    this.wire?.close();
+  }
+
+  /**
+   * Sends a lease call's EVALSHA on the lease calls' own connection when it is ready, else (not
+   * connected yet, reconnecting, a Cluster, durability on) through ioredis with {@link send}. Both
+   * write a call at most once; a NOSCRIPT reply (the script was not run) is answered by sending the
+   * script as EVAL through ioredis, which loads it for both connections.
+   */
+  private async hot<T>(op: string, args: Arg[], buffers: boolean): Promise<T> {
+    const w = this.wire;
+    if (w === null || !w.ready) {
+      w?.start();
+      return this.send<T>(op, 'evalsha', args, buffers);
+    }
+    try {
+      return (await w.call('evalsha', args, buffers)) as T;
+    } catch (err) {
+      if (/^NOSCRIPT/.test((err as Error).message ?? '')) {
+        const sc = Object.values(S).find((x) => x.sha === args[0]);
+        if (sc !== undefined) return this.send<T>(op, 'eval', [sc.lua, ...args.slice(1)], buffers);
+      }
+      throw classifyRedisError(err, op, this.url);
+    }
   }
 
   /**
@@ -274,7 +319,7 @@ export class Sender {
   /** acquire's form of {@link runIn}: the script builds the `id` key itself (scripts.ts, ACQUIRE_IDENTITY). */
   async runChecked<T>(op: string, sc: Script, b: number, keys: Arg[], args: Arg[]): Promise<T> {
     const a = this.frame(sc, keys, args, undefined, this.dataset);
-    return this.checkLost<T>(op, b, await this.send<T>(op, 'evalsha', a));
+    return this.checkLost<T>(op, b, await this.hot<T>(op, a, false));
   }
 
   /**
@@ -283,7 +328,7 @@ export class Sender {
    * refusal from a dataset other than the one this backend opened is DATASET_LOST.
    */
   async runHeld<T>(op: string, sc: Script, b: number, keys: Arg[], args: Arg[], buffers = false): Promise<T> {
-    const reply = await this.send<T>(op, 'evalsha', this.frame(sc, keys, args), buffers);
+    const reply = await this.hot<T>(op, this.frame(sc, keys, args), buffers);
     if (Array.isArray(reply) && reply.length === 3) {
       const found = reply[2] === null ? null : String(reply[2]);
       if (found !== this.dataset) throw this.lost(op, b, found);
