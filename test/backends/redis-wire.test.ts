@@ -6,6 +6,8 @@
  * arriving after its call's deadline is dropped without shifting the next calls' replies, that a
  * state of several MiB arrives whole, and that close leaves no connection behind.
  */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRedis } from '../../src/backends/redis/index.ts';
@@ -282,4 +284,31 @@ describe('the lease calls connection on a private redis-server (password, databa
       await sleep(20);
     }
   });
+});
+
+describe('the lease calls connection over TLS (private redis-server with a test certificate)', () => {
+  let server: PrivateRedis;
+  beforeAll(async () => {
+    server = await startRedisServer([], undefined, true);
+  }, 30_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('logs in over TLS and carries the lease calls; reads stay on ioredis', async () => {
+    // A child process: Node trusts a certificate for rediss:// only through NODE_EXTRA_CA_CERTS.
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'test/backends/wire-tls-child.ts',
+        server.url,
+        String(server.port),
+        uniqueNamespace('tls'),
+      ],
+      { env: { ...process.env, NODE_EXTRA_CA_CERTS: server.ca }, timeout: 30_000 },
+    );
+    expect(JSON.parse(stdout)).toEqual({ cmds: ['evalsha', 'hget'], token: true, state: 'over tls' });
+  }, 40_000);
 });

@@ -3,8 +3,8 @@
  * its own PID: for tests that stall or reconfigure a server (CLIENT PAUSE, requirepass), so other
  * test files sharing 127.0.0.1:6379 never wait.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,14 +13,24 @@ import { Redis } from 'ioredis';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export interface PrivateRedis {
-  /** `redis://127.0.0.1:<port>` (no credentials). */
+  /** `redis://127.0.0.1:<port>`, or `rediss://localhost:<port>` with TLS (no credentials). */
   url: string;
   port: number;
+  /** With TLS: the certificate file clients must trust. */
+  ca: string;
   stop(): Promise<void>;
 }
 
-/** Starts redis-server with `extraArgs` (e.g. `['--requirepass', 'x']`; then pass `password`). */
-export async function startRedisServer(extraArgs: string[] = [], password?: string): Promise<PrivateRedis> {
+/**
+ * Starts redis-server with `extraArgs` (e.g. `['--requirepass', 'x']`; then pass `password`).
+ * With `tls`, the port speaks TLS only, with a certificate for `localhost` made in the server's
+ * folder (`ca`, for the clients to trust).
+ */
+export async function startRedisServer(
+  extraArgs: string[] = [],
+  password?: string,
+  withTls = false,
+): Promise<PrivateRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'worklease-redis-'));
   const port = await new Promise<number>((resolve) => {
     const srv = net.createServer();
@@ -29,26 +39,56 @@ export async function startRedisServer(extraArgs: string[] = [], password?: stri
       srv.close(() => resolve(p));
     });
   });
-  const child: ChildProcess = spawn(
-    'redis-server',
-    [
+  const ca = join(dir, 'cert.pem');
+  let ports = ['--port', String(port)];
+  if (withTls) {
+    const key = join(dir, 'key.pem');
+    const subject = ['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'];
+    execFileSync(
+      'openssl',
+      ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', ...subject, '-keyout', key, '-out', ca],
+      {
+        stdio: 'ignore',
+      },
+    );
+    ports = [
       '--port',
+      '0',
+      '--tls-port',
       String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
+      '--tls-cert-file',
+      ca,
+      '--tls-key-file',
+      key,
+      '--tls-ca-cert-file',
+      ca,
+      '--tls-auth-clients',
       'no',
-      '--dir',
-      dir,
-      ...extraArgs,
-    ],
-    { stdio: 'ignore' },
-  );
+    ];
+  }
+  const args = [
+    ...ports,
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    ...extraArgs,
+  ];
+  const child: ChildProcess = spawn('redis-server', args, { stdio: 'ignore' });
   const deadline = Date.now() + 10_000;
   for (;;) {
-    const r = new Redis({ host: '127.0.0.1', port, password, lazyConnect: true, maxRetriesPerRequest: 1 });
+    const r = new Redis({
+      host: withTls ? 'localhost' : '127.0.0.1',
+      port,
+      password,
+      lazyConnect: true,
+      maxRetriesPerRequest: 1,
+      ...(withTls ? { tls: { ca: readFileSync(ca), servername: 'localhost' } } : {}),
+    });
     r.on('error', () => {});
     const up = await r
       .connect()
@@ -60,8 +100,9 @@ export async function startRedisServer(extraArgs: string[] = [], password?: stri
     await sleep(50);
   }
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: withTls ? `rediss://localhost:${port}` : `redis://127.0.0.1:${port}`,
     port,
+    ca,
     async stop() {
       child.kill('SIGKILL');
       if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
