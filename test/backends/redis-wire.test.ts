@@ -275,6 +275,45 @@ describe('the lease calls connection on a private redis-server (password, databa
     }
   });
 
+  it('works for a user whose ACL refuses CLIENT SETNAME, and falls back to ioredis while its own login fails', async () => {
+    await admin.call('ACL', 'SETUSER', 'limited', 'on', '>pw-1', '~*', '&*', '+@all', '-client');
+    const userConns = async (): Promise<Conn[]> =>
+      String(await admin.call('CLIENT', 'LIST', 'TYPE', 'normal'))
+        .split('\n')
+        .filter((line) => line.includes(' user=limited '))
+        .map((line) => Object.fromEntries(line.split(' ').map((kv) => kv.split('=', 2))) as unknown as Conn);
+    const b = await openRedis(`redis://limited:pw-1@127.0.0.1:${server.port}/2`, {
+      keyPrefix: uniqueNamespace('acl'),
+      callTimeoutMs: 2000,
+    });
+    try {
+      const rec = await b.acquire('acl', 'h', LIVE);
+      const deadline = Date.now() + 5000;
+      while ((await userConns()).length < 2) {
+        if (Date.now() > deadline) throw new Error('the lease calls connection never came up');
+        await sleep(20);
+      }
+      await b.renew(rec, LIVE);
+      await b.admin.get('acl');
+      const cs = await userConns();
+      expect(cs.map((c) => c.name)).toEqual(['', '']);
+      expect(cs.map((c) => c.cmd).sort()).toEqual(['evalsha', 'hget']);
+      // The password changes: the ioredis connection stays logged in, the killed one cannot log in again.
+      await admin.call('ACL', 'SETUSER', 'limited', 'resetpass', '>pw-2');
+      await admin.call('CLIENT', 'KILL', 'ID', cs.find((c) => c.cmd === 'evalsha')!.id);
+      // A call written before the client saw the close may have run: BACKEND_UNAVAILABLE, as with ioredis.
+      expect(['OK', 'BACKEND_UNAVAILABLE']).toContain(await codeOf(b.renew(rec, LIVE)));
+      for (let i = 0; i < 10; i++) {
+        expect((await b.renew(rec, LIVE)).fencingToken).toBe(rec.fencingToken);
+        await sleep(50);
+      }
+      expect((await userConns()).map((c) => c.cmd)).toEqual(['evalsha']);
+    } finally {
+      await b.close();
+      await admin.call('ACL', 'DELUSER', 'limited');
+    }
+  });
+
   it('close leaves no connection of the backend open', async () => {
     const { b, prefix } = await opened();
     await b.close();

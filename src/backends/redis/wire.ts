@@ -200,8 +200,9 @@ export class Wire {
     return this.waiting.length - this.head;
   }
 
+  /** Connects, unless connected, connecting, waiting to reconnect, or closed. */
   start(): void {
-    if (this.socket === null && !this.closed) this.connect();
+    if (this.socket === null && this.retry === null && !this.closed) this.connect();
   }
 
   /**
@@ -283,37 +284,45 @@ export class Wire {
     socket.on('close', () => this.onClose(socket));
   }
 
-  /** AUTH, SELECT and CLIENT SETNAME in one write; ready when every one answered OK. */
+  /**
+   * AUTH, SELECT and CLIENT SETNAME in one write; ready when all three answered. A refused AUTH or
+   * SELECT closes the socket (and the next attempt follows the backoff); a refused CLIENT SETNAME
+   * (an ACL without `client`) is ignored, as ioredis ignores it for its own connection.
+   */
   private login(socket: net.Socket): void {
     const t = this.target;
-    const steps: WireArg[][] = [];
-    if (t.password !== undefined)
-      steps.push(t.username === undefined ? ['AUTH', t.password] : ['AUTH', t.username, t.password]);
-    if (t.db !== 0) steps.push(['SELECT', String(t.db)]);
-    steps.push(['CLIENT', 'SETNAME', this.options.name]);
+    const steps: Array<{ args: WireArg[]; required: boolean }> = [];
+    if (t.password !== undefined) {
+      const args = t.username === undefined ? ['AUTH', t.password] : ['AUTH', t.username, t.password];
+      steps.push({ args, required: true });
+    }
+    if (t.db !== 0) steps.push({ args: ['SELECT', String(t.db)], required: true });
+    steps.push({ args: ['CLIENT', 'SETNAME', this.options.name], required: false });
     let left = steps.length;
-    const fail = (err: Error): void => {
-      this.lastError = err;
-      socket.destroy();
+    const answered = (): void => {
+      if (--left === 0 && this.socket === socket) {
+        socket.setTimeout(0);
+        this.isReady = true;
+        this.attempts = 0;
+        this.lastError = null;
+      }
     };
-    for (const [name, ...args] of steps) {
-      const w: Waiting = {
+    let out = '';
+    for (const { args, required } of steps) {
+      this.waiting.push({
         deadline: Number.POSITIVE_INFINITY,
         buffers: false,
-        resolve: () => {
-          if (--left === 0 && this.socket === socket) {
-            socket.setTimeout(0);
-            this.isReady = true;
-            this.attempts = 0;
-            this.lastError = null;
-          }
+        resolve: answered,
+        reject: (err) => {
+          if (!required) return answered();
+          if (err instanceof WireReplyError) this.lastError = err;
+          socket.destroy();
         },
-        reject: fail,
         done: false,
-      };
-      socket.write(frame(name as string, args) as string);
-      this.waiting.push(w);
+      });
+      out += frame(args[0] as string, args.slice(1)) as string;
     }
+    socket.write(out);
   }
 
   private onData(chunk: Buffer): void {
