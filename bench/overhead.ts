@@ -12,7 +12,10 @@
  * round trips and its caches are cold, so that work costs several times what a hot loop shows.
  *
  * Each cell is the median of `--rounds` runs of `--ops` turns; `adds us` is the library's time per
- * call over the statement's (medians). Schemas and keys live under a random `bench_…` namespace,
+ * call over the statement's (medians). On standalone Redis the backend writes its scripts on a
+ * connection of its own (src/backends/redis/wire.ts), not through ioredis as the script row does,
+ * so `adds us` can be below zero there: the client work that connection saves is more than the
+ * library's own. Schemas and keys live under a random `bench_…` namespace,
  * removed at the end.
  *
  * Usage: npm run bench:overhead -- [--pg <url>] [--redis <url>] [--rounds 5] [--ops 2000]
