@@ -173,6 +173,12 @@ describe('the lease calls connection on a private redis-server (password, databa
       expect((await admin.keys(`${prefix}:*`)).length).toBeGreaterThan(0);
       await admin.select(0);
       expect(await admin.keys(`${prefix}:*`)).toEqual([]);
+      // NOSCRIPT on this connection: the script was not run; it is sent as EVAL (through ioredis).
+      await b.checkpoint(rec, Buffer.from('kept'), LIVE);
+      await admin.script('FLUSH');
+      expect((await b.renew(rec, LIVE)).fencingToken).toBe(rec.fencingToken);
+      await admin.script('FLUSH');
+      expect(Buffer.from((await b.readCheckpoint(rec)).state!).toString()).toBe('kept');
     } finally {
       await b.close();
     }

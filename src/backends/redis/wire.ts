@@ -182,8 +182,6 @@ export class Wire {
   private corked = false;
   private held = 0;
   private sweeper: NodeJS.Timeout | null = null;
-  /** Why the last connection attempt failed (for tests and messages); cleared when ready. */
-  lastError: Error | null = null;
 
   constructor(
     private readonly target: RedisTarget,
@@ -278,9 +276,8 @@ export class Wire {
     });
     socket.on(this.target.tls ? 'secureConnect' : 'connect', () => this.login(socket));
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('error', (err) => {
-      this.lastError = err;
-    });
+    // 'close' follows; the calls waiting then fail with "Connection is closed." (BACKEND_UNAVAILABLE).
+    socket.on('error', () => {});
     socket.on('close', () => this.onClose(socket));
   }
 
@@ -304,7 +301,6 @@ export class Wire {
         socket.setTimeout(0);
         this.isReady = true;
         this.attempts = 0;
-        this.lastError = null;
       }
     };
     let out = '';
@@ -313,9 +309,8 @@ export class Wire {
         deadline: Number.POSITIVE_INFINITY,
         buffers: false,
         resolve: answered,
-        reject: (err) => {
+        reject: () => {
           if (!required) return answered();
-          if (err instanceof WireReplyError) this.lastError = err;
           socket.destroy();
         },
         done: false,
@@ -342,9 +337,8 @@ export class Wire {
       let r: Parsed;
       try {
         r = parseReply(buf, pos, w.buffers);
-      } catch (err) {
+      } catch {
         // Not a reply stream any more: nothing after this can be matched to its call.
-        this.lastError = err as Error;
         this.socket?.destroy();
         return;
       }
