@@ -105,6 +105,20 @@ async function killConnections(url: string, prefix: string): Promise<number> {
   return counts.reduce((a, b) => a + b, 0);
 }
 
+/**
+ * Waits until a standalone backend's lease calls connection (src/backends/redis/wire.ts), opened
+ * in the background at its first lease call, is up: two connections named worklease:<prefix>.
+ */
+async function leaseConnectionUp(url: string, prefix: string): Promise<void> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const [list] = await onMasters(url, (r) => r.call('CLIENT', 'LIST', 'TYPE', 'normal'));
+    if (String(list).split(` name=worklease:${prefix} `).length - 1 >= 2) return;
+    if (Date.now() > deadline) throw new Error('the lease calls connection never came up');
+    await sleep(20);
+  }
+}
+
 /** Settles `p` or fails the test when it takes longer than `ms` (a hang). */
 async function within<T>(ms: number, p: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -420,71 +434,98 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     }
   });
 
-  // The cork is for standalone connections only (send.ts): a Cluster client sends through ioredis'
-  // own per-node queues, so this behaviour exists only in the standalone run.
+  // The cork is for standalone connections only (wire.ts, send.ts): a Cluster client sends through
+  // ioredis' own per-node queues, so this behaviour exists only in the standalone run. Both paths:
+  // the lease calls connection, and ioredis (which carries the lease calls with durability on).
   if (!cluster)
-    it('writes a lone call at once and the calls sent while others are in flight in batches of 8', async () => {
-      const { b } = await h.open();
-      const recs = await Promise.all(Array.from({ length: 32 }, (_, i) => b.acquire(`cork-${i}`, 'h', LIVE)));
-      const proto = net.Socket.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
-      const write = proto._write!;
-      const writev = proto._writev!;
-      let writes = 0;
-      let chunks = 0;
-      proto._write = function (this: unknown, ...a: unknown[]) {
-        writes++;
-        chunks++;
-        return write.apply(this, a);
-      };
-      proto._writev = function (this: unknown, ...a: unknown[]) {
-        writes++;
-        chunks += (a[0] as unknown[]).length;
-        return writev.apply(this, a);
-      };
-      try {
+    it.each([
+      ['the lease calls connection', {}],
+      ['ioredis, with durability on', { durability: { replicas: 1, timeoutMs: 100 } }],
+    ] as const)(
+      'writes a lone call at once and the calls sent while others are in flight in batches of 8, on %s',
+      async (_, extra) => {
+        const { b: plain, prefix } = await h.open();
+        const recs = await Promise.all(
+          Array.from({ length: 32 }, (_, i) => plain.acquire(`cork-${i}`, 'h', LIVE)),
+        );
+        // Renews write no WAIT, so they work with durability on against a server without replicas.
+        const b = 'durability' in extra ? (await h.open(prefix, extra)).b : plain;
         await b.renew(recs[0]!, LIVE);
-        expect([writes, chunks]).toEqual([1, 1]);
-        writes = 0;
-        chunks = 0;
-        await Promise.all(recs.map((r) => b.renew(r, LIVE)));
-        // The first at once; the other 31 in writevs of 8 (send.ts, CORK_BATCH) while the rest are
-        // still being prepared, and the last 7 at the end of the tick.
-        expect([writes, chunks]).toEqual([5, 32]);
-      } finally {
-        proto._write = write;
-        proto._writev = writev;
-      }
-    });
+        // The lease calls connection's login is a write of its own: let it happen before counting.
+        if (b === plain) await leaseConnectionUp(url(), prefix);
+        const proto = net.Socket.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+        const write = proto._write!;
+        const writev = proto._writev!;
+        let writes = 0;
+        let chunks = 0;
+        proto._write = function (this: unknown, ...a: unknown[]) {
+          writes++;
+          chunks++;
+          return write.apply(this, a);
+        };
+        proto._writev = function (this: unknown, ...a: unknown[]) {
+          writes++;
+          chunks += (a[0] as unknown[]).length;
+          return writev.apply(this, a);
+        };
+        try {
+          await b.renew(recs[0]!, LIVE);
+          expect([writes, chunks]).toEqual([1, 1]);
+          writes = 0;
+          chunks = 0;
+          await Promise.all(recs.map((r) => b.renew(r, LIVE)));
+          // The first at once; the other 31 in writevs of 8 (CORK_BATCH) while the rest are still
+          // being prepared, and the last 7 at the end of the tick.
+          expect([writes, chunks]).toEqual([5, 32]);
+        } finally {
+          proto._write = write;
+          proto._writev = writev;
+        }
+      },
+    );
 
   if (!cluster)
-    it('hands the socket the checkpoint bytes themselves, not a copy, while others are in flight; they arrive byte-exact', async () => {
-      const { b } = await h.open();
-      const recs = await Promise.all(Array.from({ length: 32 }, (_, i) => b.acquire(`zc-${i}`, 'h', LIVE)));
-      // Every byte value, in a different order per lease, so a mangled or swapped state shows.
-      const states = recs.map((_, i) =>
-        Buffer.from(Array.from({ length: 1024 }, (_, k) => (k * 7 + i) % 256)),
-      );
-      const proto = net.Socket.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
-      const writev = proto._writev!;
-      const sent = new Set<unknown>();
-      proto._writev = function (this: unknown, ...a: unknown[]) {
-        for (const c of a[0] as Array<{ chunk: unknown }>) sent.add(c.chunk);
-        return writev.apply(this, a);
-      };
-      try {
-        await Promise.all(recs.map((r, i) => b.checkpoint(r, states[i]!, LIVE)));
-      } finally {
-        proto._writev = writev;
-      }
-      // The first call is written at once, uncorked, as one frame (a copy); the 31 sent while it
-      // was in flight go into the cork, and their state buffers are handed to the socket as they are.
-      expect(states.filter((s) => sent.has(s))).toHaveLength(31);
-      expect(sent.has(states[0])).toBe(false);
-      for (const [i, r] of recs.entries()) {
-        const read = await b.readCheckpoint(r);
-        expect(Buffer.from(read.state!).equals(states[i]!)).toBe(true);
-      }
-    });
+    it.each([
+      ['the lease calls connection', {}, 32],
+      ['ioredis, with durability on', { durability: { replicas: 1, timeoutMs: 1 } }, 31],
+    ] as const)(
+      'hands the socket the checkpoint bytes themselves, not a copy, on %s; they arrive byte-exact',
+      async (_, extra, handed) => {
+        const { b: plain, prefix } = await h.open();
+        const recs = await Promise.all(
+          Array.from({ length: 32 }, (_, i) => plain.acquire(`zc-${i}`, 'h', LIVE)),
+        );
+        await plain.renew(recs[0]!, LIVE);
+        await leaseConnectionUp(url(), prefix);
+        const b = 'durability' in extra ? (await h.open(prefix, extra)).b : plain;
+        // Every byte value, in a different order per lease, so a mangled or swapped state shows.
+        const states = recs.map((_, i) =>
+          Buffer.from(Array.from({ length: 1024 }, (_, k) => (k * 7 + i) % 256)),
+        );
+        const proto = net.Socket.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+        const writev = proto._writev!;
+        const sent = new Set<unknown>();
+        proto._writev = function (this: unknown, ...a: unknown[]) {
+          for (const c of a[0] as Array<{ chunk: unknown }>) sent.add(c.chunk);
+          return writev.apply(this, a);
+        };
+        try {
+          // With durability on and no replica, each checkpoint is stored and then fails NOT_DURABLE.
+          await Promise.allSettled(recs.map((r, i) => b.checkpoint(r, states[i]!, LIVE)));
+        } finally {
+          proto._writev = writev;
+        }
+        // The lease calls connection writes even a lone call's parts in one writev, so every state
+        // buffer reaches the socket as it is. Through ioredis the first call is written at once,
+        // uncorked, as one frame (a copy), and only the 31 sent while it was in flight go into the cork.
+        expect(states.filter((s) => sent.has(s))).toHaveLength(handed);
+        expect(sent.has(states[0])).toBe(handed === 32);
+        for (const [i, r] of recs.entries()) {
+          const read = await plain.readCheckpoint(r);
+          expect(Buffer.from(read.state!).equals(states[i]!)).toBe(true);
+        }
+      },
+    );
 
   it('keeps two prefixes apart', async () => {
     const { b: one, prefix: p1 } = await h.open();
