@@ -79,34 +79,41 @@ export async function startRedisServer(
     ...extraArgs,
   ];
   const child: ChildProcess = spawn('redis-server', args, { stdio: 'ignore' });
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const r = new Redis({
-      host: withTls ? 'localhost' : '127.0.0.1',
-      port,
-      password,
-      lazyConnect: true,
-      maxRetriesPerRequest: 1,
-      ...(withTls ? { tls: { ca: readFileSync(ca), servername: 'localhost' } } : {}),
-    });
-    r.on('error', () => {});
-    const up = await r
-      .connect()
-      .then(() => r.ping())
-      .catch(() => null)
-      .finally(() => r.disconnect());
-    if (up === 'PONG') break;
-    if (Date.now() > deadline) throw new Error('private redis-server did not start');
-    await sleep(50);
+  const stop = async (): Promise<void> => {
+    child.kill('SIGKILL');
+    if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const r = new Redis({
+        host: withTls ? 'localhost' : '127.0.0.1',
+        port,
+        password,
+        lazyConnect: true,
+        maxRetriesPerRequest: 1,
+        ...(withTls ? { tls: { ca: readFileSync(ca), servername: 'localhost' } } : {}),
+      });
+      r.on('error', () => {});
+      const up = await r
+        .connect()
+        .then(() => r.ping())
+        .catch(() => null)
+        .finally(() => r.disconnect());
+      if (up === 'PONG') break;
+      if (Date.now() > deadline) throw new Error('private redis-server did not start');
+      await sleep(50);
+    }
+  } catch (err) {
+    // The server must not outlive a start that failed.
+    await stop();
+    throw err;
   }
   return {
     url: withTls ? `rediss://localhost:${port}` : `redis://127.0.0.1:${port}`,
     port,
     ca,
-    async stop() {
-      child.kill('SIGKILL');
-      if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
-      rmSync(dir, { recursive: true, force: true });
-    },
+    stop,
   };
 }
