@@ -6,16 +6,19 @@
  * arriving after its call's deadline is dropped without shifting the next calls' replies, that a
  * state of several MiB arrives whole, and that close leaves no connection behind.
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRedis } from '../../src/backends/redis/index.ts';
 import { frame, parseReply, WireReplyError } from '../../src/backends/redis/wire.ts';
+import { freePort, type RedisServer, startRedisServer } from '../../src/chaos/servers.ts';
 import type { CheckpointRead, LeaseBackend } from '../../src/index.ts';
 import { codeOf, uniqueNamespace } from '../support/backends.ts';
 import { startProxy } from '../support/proxy.ts';
-import { type PrivateRedis, startRedisServer } from '../support/redis-server.ts';
 
 const LIVE = 30_000;
 const PASSWORD = 'wire-secret';
@@ -121,10 +124,10 @@ interface Conn {
 }
 
 describe('the lease calls connection on a private redis-server (password, database 2)', () => {
-  let server: PrivateRedis;
+  let server: RedisServer;
   let admin: Redis;
   beforeAll(async () => {
-    server = await startRedisServer(['--requirepass', PASSWORD], PASSWORD);
+    server = await startRedisServer({ args: ['--requirepass', PASSWORD] });
     admin = new Redis({ port: server.port, host: '127.0.0.1', password: PASSWORD });
   }, 30_000);
   afterAll(async () => {
@@ -332,12 +335,25 @@ describe('the lease calls connection on a private redis-server (password, databa
 });
 
 describe('the lease calls connection over TLS (private redis-server with a test certificate)', () => {
-  let server: PrivateRedis;
+  let server: RedisServer;
+  let certs: string;
+  let tlsPort: number;
   beforeAll(async () => {
-    server = await startRedisServer([], undefined, true);
+    // A certificate for localhost, made for this test in a folder of its own.
+    certs = mkdtempSync(join(tmpdir(), 'worklease-tls-'));
+    const [cert, key] = [join(certs, 'cert.pem'), join(certs, 'key.pem')];
+    const subject = ['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost'];
+    const req = ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', ...subject];
+    execFileSync('openssl', [...req, '-keyout', key, '-out', cert], { stdio: 'ignore' });
+    tlsPort = await freePort();
+    const tls = ['--tls-port', String(tlsPort), '--tls-cert-file', cert, '--tls-key-file', key];
+    server = await startRedisServer({
+      args: [...tls, '--tls-ca-cert-file', cert, '--tls-auth-clients', 'no'],
+    });
   }, 30_000);
   afterAll(async () => {
     await server?.stop();
+    if (certs !== undefined) rmSync(certs, { recursive: true, force: true });
   });
 
   it('logs in over TLS and carries the lease calls; reads stay on ioredis', async () => {
@@ -348,11 +364,11 @@ describe('the lease calls connection over TLS (private redis-server with a test 
         '--import',
         'tsx',
         'test/backends/wire-tls-child.ts',
-        server.url,
+        `rediss://localhost:${tlsPort}`,
         String(server.port),
         uniqueNamespace('tls'),
       ],
-      { env: { ...process.env, NODE_EXTRA_CA_CERTS: server.ca }, timeout: 30_000 },
+      { env: { ...process.env, NODE_EXTRA_CA_CERTS: join(certs, 'cert.pem') }, timeout: 30_000 },
     );
     expect(JSON.parse(stdout)).toEqual({ cmds: ['evalsha', 'hget'], token: true, state: 'over tls' });
   }, 40_000);

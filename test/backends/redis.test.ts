@@ -4,12 +4,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { openRedis } from '../../src/backends/redis/index.ts';
 import { compareUtf8, fnv1a, INFO_FIELDS, LAYOUT_VERSION, Layout } from '../../src/backends/redis/layout.ts';
 import { later, NOW_STR } from '../../src/backends/redis/scripts.ts';
+import { startRedisServer } from '../../src/chaos/servers.ts';
 import { ServerClock } from '../../src/console/clock.ts';
 import { FleetModel } from '../../src/console/model.ts';
 import type { LeaseAdmin, LeaseBackend, OpenOptions } from '../../src/index.ts';
 import { codeOf, REDIS_URL, uniqueNamespace } from '../support/backends.ts';
 import { type RedisCluster, startRedisCluster } from '../support/redis-cluster.ts';
-import { startRedisServer } from '../support/redis-server.ts';
 
 const LIVE = 30_000;
 /** Generous bound for "never hangs": callTimeoutMs in these tests is 2 s. */
