@@ -24,6 +24,15 @@ const LIVE = 30_000;
 const PASSWORD = 'wire-secret';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** Polls `cond` every 20 ms; fails after 5 s, saying what did not happen. */
+async function until(what: string, cond: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5000;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await sleep(20);
+  }
+}
+
 /** Every reply in `bytes`, parsed in turn; throws when the bytes stop short of a whole reply. */
 function parseAll(bytes: Buffer, buffers = false): unknown[] {
   const out: unknown[] = [];
@@ -153,11 +162,7 @@ describe('the lease calls connection on a private redis-server (password, databa
     const prefix = uniqueNamespace('wire');
     const b = await openRedis(at, { keyPrefix: prefix, callTimeoutMs: 2000, ...extra });
     await b.acquire('first', 'h', LIVE);
-    const deadline = Date.now() + 5000;
-    while ((await conns(prefix)).length < 2) {
-      if (Date.now() > deadline) throw new Error('the lease calls connection never came up');
-      await sleep(20);
-    }
+    await until('the lease calls connection comes up', async () => (await conns(prefix)).length === 2);
     return { b, prefix };
   }
 
@@ -245,11 +250,9 @@ describe('the lease calls connection on a private redis-server (password, databa
       expect(again.fencingToken).toBe(rec.fencingToken);
       // Had the acquire been re-sent, the item would be held now.
       expect(await b.admin.get('in-flight')).toBeNull();
-      const deadline = Date.now() + 5000;
-      while (!(await conns(prefix)).some((c) => c.id !== wire!.id && c.cmd === 'client|setname')) {
-        if (Date.now() > deadline) throw new Error('the lease calls connection did not come back');
-        await sleep(20);
-      }
+      await until('the lease calls connection comes back', async () =>
+        (await conns(prefix)).some((c) => c.id !== wire!.id && c.cmd === 'client|setname'),
+      );
       const taken = await b.acquire('in-flight', 'h1', LIVE);
       expect(await b.admin.get('in-flight')).toMatchObject({ fencingToken: taken.fencingToken, version: 1n });
     } finally {
@@ -297,11 +300,7 @@ describe('the lease calls connection on a private redis-server (password, databa
     });
     try {
       const rec = await b.acquire('acl', 'h', LIVE);
-      const deadline = Date.now() + 5000;
-      while ((await userConns()).length < 2) {
-        if (Date.now() > deadline) throw new Error('the lease calls connection never came up');
-        await sleep(20);
-      }
+      await until('the lease calls connection comes up', async () => (await userConns()).length === 2);
       await b.renew(rec, LIVE);
       await b.admin.get('acl');
       const cs = await userConns();
@@ -326,11 +325,7 @@ describe('the lease calls connection on a private redis-server (password, databa
   it('close leaves no connection of the backend open', async () => {
     const { b, prefix } = await opened();
     await b.close();
-    const deadline = Date.now() + 2000;
-    while ((await conns(prefix)).length > 0) {
-      if (Date.now() > deadline) throw new Error(`still open: ${JSON.stringify(await conns(prefix))}`);
-      await sleep(20);
-    }
+    await until('both connections are closed', async () => (await conns(prefix)).length === 0);
   });
 });
 
