@@ -474,7 +474,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
           writes = 0;
           chunks = 0;
           await Promise.all(recs.map((r) => b.renew(r, LIVE)));
-          // The first at once; the other 31 in writevs of 8 (CORK_BATCH) while the rest are still
+          // The first at once; the other 31 in writevs of 8 (cork.ts, CORK_BATCH) while the rest are still
           // being prepared, and the last 7 at the end of the tick.
           expect([writes, chunks]).toEqual([5, 32]);
         } finally {

@@ -5,14 +5,13 @@
  * goes through {@link Sender}. Connection and retry policy: connection.ts.
  */
 import { createHash } from 'node:crypto';
-import type { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
 import { Command, type Redis } from 'ioredis';
 import { BackendUnavailableError, DatasetLostError, NotDurableError } from '../../lease/errors.ts';
 import type { ResolvedOptions } from '../common.ts';
 import { DeadlineWatch, tickFor } from '../deadlines.ts';
 import type { RedisClient, RedisTarget } from './connection.ts';
+import { Cork } from './cork.ts';
 import { classifyRedisError } from './errors.ts';
 import { DEFAULT_BUCKETS, Layout } from './layout.ts';
 import type { ScriptDef } from './scripts.ts';
@@ -116,9 +115,6 @@ class TrackedCommand extends Command {
   }
 }
 
-/** Writes a cork holds before it flushes them (see {@link Sender.cork}). */
-const CORK_BATCH = 8;
-
 /**
  * Gives up on a command at its deadline: it fails now, and if it still sits in a queue it is written
  * as a PING (TrackedCommand.toWritable), so it can never be applied late.
@@ -126,6 +122,17 @@ const CORK_BATCH = 8;
 function abandon(cmd: TrackedCommand): void {
   cmd.abandoned = true;
   cmd.reject(new Error('Command timed out'));
+}
+
+/**
+ * When `err` is a NOSCRIPT reply to an EVALSHA of one of {@link S} (the server's script cache was
+ * flushed or restarted: the script did not run), the same call's EVAL arguments: the script's text
+ * in place of its sha. Otherwise undefined.
+ */
+function evalOnNoScript(err: unknown, evalshaArgs: Arg[]): Arg[] | undefined {
+  if (!/^NOSCRIPT/.test((err as Error).message ?? '')) return undefined;
+  const sc = Object.values(S).find((x) => x.sha === evalshaArgs[0]);
+  return sc === undefined ? undefined : [sc.lua, ...evalshaArgs.slice(1)];
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -146,9 +153,8 @@ export class Sender {
   /** The dataset id every script checks (layout.ts, Dataset identity); set by checkLayout (open.ts). */
   dataset = '';
   private readyWait: Promise<void> | null = null;
-  /** The socket corked until the end of this tick ({@link cork}), and the writes it holds. */
-  private corkedStream: Socket | TLSSocket | null = null;
-  private held = 0;
+  /** Holds this tick's writes to ioredis' socket while others are in flight (cork.ts). */
+  private readonly corked = new Cork();
   /** Times out commands at their call deadline, with one coarse timer (deadlines.ts). */
   private readonly watchdog: DeadlineWatch<TrackedCommand>;
   /**
@@ -201,50 +207,20 @@ export class Sender {
     try {
       return (await w.call('evalsha', args, buffers)) as T;
     } catch (err) {
-      if (/^NOSCRIPT/.test((err as Error).message ?? '')) {
-        const sc = Object.values(S).find((x) => x.sha === args[0]);
-        if (sc !== undefined) return this.send<T>(op, 'eval', [sc.lua, ...args.slice(1)], buffers);
-      }
+      const asEval = evalOnNoScript(err, args);
+      if (asEval !== undefined) return this.send<T>(op, 'eval', asEval, buffers);
       throw classifyRedisError(err, op, this.url);
     }
   }
 
   /**
-   * Holds the writes to a standalone server's socket while other calls are in flight, and flushes
-   * them in batches of {@link CORK_BATCH} and at the end of the tick: ioredis writes each command on
-   * its own, and with many calls in flight one write syscall per call cost more client (and server)
-   * time than the rest of a call (profiled: 18 % of the client's CPU at 64 renews in flight, 31 %
-   * without any cork). Each command is still written once; a socket that closes while corked drops
-   * what it held, and those calls fail as unwritten-but-handed-over (never re-sent).
-   * Adaptive ({@link send}): a command sent while none is in flight is written at once, uncorked, so
-   * a lone call does not wait a tick. The batch bound keeps client and server working side by side:
-   * holding a whole tick's writes made them take turns (the server idle while the client turned 64
-   * replies into 64 new calls, then the client idle while the server ran them). Renews per second
-   * at 64 in flight, shared Redis 7.0 on loopback, load 1–1.7, medians of 5 interleaved rounds:
-   * whole-tick cork 25.7–26.9k, no cork 30.9–32.6k, batches of 4 35.2k, 6 42.6k, 8 44.5–50.0k,
-   * 12 47.3–47.4k, 16 42.3k; ioredis' own EVALSHA of the same script 41.3–47.8k.
+   * Corks a standalone server's socket for this tick's writes (cork.ts): ioredis writes each
+   * command on its own. {@link send} calls it only while other commands are in flight.
    */
   cork(): void {
-    if (this.corkedStream !== null || this.kind !== 'redis') return;
+    if (this.kind !== 'redis') return;
     const stream = (this.client as Redis).stream;
-    if (stream === undefined) return;
-    this.corkedStream = stream;
-    this.held = 0;
-    stream.cork();
-    process.nextTick(() => {
-      this.corkedStream = null;
-      stream.uncork();
-    });
-  }
-
-  /** Counts a command written into the cork; flushes the cork's batch when it is full. */
-  private wroteOne(): void {
-    const stream = this.corkedStream;
-    if (stream === null || ++this.held < CORK_BATCH) return;
-    this.held = 0;
-    // Leaves the cork level as it was (one, released by cork()'s nextTick) and writes what it held.
-    stream.uncork();
-    stream.cork();
+    if (stream !== undefined) this.corked.hold(stream);
   }
 
   /** True when a command sent now is written to a live socket at once (not queued, not rejected). */
@@ -277,20 +253,18 @@ export class Sender {
       this.watchdog.add(cmd);
       try {
         const replied = this.client.sendCommand(cmd);
-        this.wroteOne();
+        this.corked.wrote();
         const reply = (await replied) as T;
         this.watchdog.delete(cmd);
         return reply;
       } catch (err) {
         this.watchdog.delete(cmd);
         const e = classifyRedisError(err, op, this.url);
-        if (cmdName === 'evalsha' && /^NOSCRIPT/.test((err as Error).message ?? '')) {
-          const sc = Object.values(S).find((x) => x.sha === cmdArgs[0]);
-          if (sc !== undefined) {
-            cmdName = 'eval';
-            cmdArgs = [sc.lua, ...cmdArgs.slice(1)];
-            continue;
-          }
+        const asEval = cmdName === 'evalsha' ? evalOnNoScript(err, cmdArgs) : undefined;
+        if (asEval !== undefined) {
+          cmdName = 'eval';
+          cmdArgs = asEval;
+          continue;
         }
         if (!cmd.written && e.code === 'BACKEND_UNAVAILABLE' && Date.now() < deadline) {
           await sleep(Math.min(20, Math.max(0, deadline - Date.now())));

@@ -21,13 +21,14 @@
  * - Reconnects: forever, in the background, with the same backoff as the ioredis client
  *   (50 ms per attempt, at most 1 s), the same login (AUTH, SELECT) and TLS, and the same client
  *   name, so an operator's CLIENT LIST / CLIENT KILL sees one backend's connections together.
- * - Corking, as the Sender's (send.ts, Sender.cork): a call sent while none waits is written at
- *   once; calls sent while others wait are written into a cork flushed every {@link CORK_BATCH}
- *   frames and at the end of the tick.
+ * - Corking, shared with the Sender (cork.ts): a call sent while none waits is written at once;
+ *   calls sent while others wait are written into a cork flushed every 8 frames and at the end
+ *   of the tick.
  */
 import net from 'node:net';
 import tls from 'node:tls';
 import type { RedisTarget } from './connection.ts';
+import { Cork } from './cork.ts';
 
 /** A Redis error reply (its message is the reply, e.g. `NOSCRIPT No matching script…`). */
 export class WireReplyError extends Error {
@@ -47,9 +48,6 @@ interface Waiting {
   /** Failed already (deadline, socket closed): its reply is read and dropped. */
   done: boolean;
 }
-
-/** Frames a cork holds before it flushes them (as send.ts' CORK_BATCH). */
-const CORK_BATCH = 8;
 
 /** Marks a reply that has not fully arrived yet; {@link parseReply} then sets {@link needed}. */
 const INCOMPLETE = Symbol('incomplete');
@@ -179,8 +177,8 @@ export class Wire {
   private rest: Buffer[] = [];
   private restBytes = 0;
   private restNeeded = 0;
-  private corked = false;
-  private held = 0;
+  /** This tick's writes while others are in flight (cork.ts). */
+  private readonly cork = new Cork();
   private sweeper: NodeJS.Timeout | null = null;
 
   constructor(
@@ -235,7 +233,7 @@ export class Wire {
 
   private write(data: string | Part[]): void {
     const s = this.socket!;
-    if (this.inFlight === 0 && !this.corked) {
+    if (this.inFlight === 0 && !this.cork.active) {
       if (typeof data === 'string') s.write(data);
       else {
         // One writev for the frame's parts: the state Buffer is never copied.
@@ -245,22 +243,10 @@ export class Wire {
       }
       return;
     }
-    if (!this.corked) {
-      this.corked = true;
-      this.held = 0;
-      s.cork();
-      process.nextTick(() => {
-        this.corked = false;
-        s.uncork();
-      });
-    }
+    this.cork.hold(s);
     if (typeof data === 'string') s.write(data);
     else for (const p of data) s.write(p);
-    if (++this.held >= CORK_BATCH) {
-      this.held = 0;
-      s.uncork();
-      s.cork();
-    }
+    this.cork.wrote();
   }
 
   private connect(): void {
@@ -370,7 +356,6 @@ export class Wire {
     if (this.socket !== socket) return;
     this.socket = null;
     this.isReady = false;
-    this.corked = false;
     this.rest = [];
     this.restBytes = 0;
     this.drop(new Error('Connection is closed.'));
