@@ -386,7 +386,11 @@ export class Wire {
     this.stopSweeper();
   }
 
-  /** Fails the calls past their deadline; they were written in deadline order. */
+  /**
+   * Fails the calls past their deadline. They were written in deadline order (one timeout for all),
+   * so the reply queue is the watch: no Set entry per call, as deadlines.ts' DeadlineWatch keeps for
+   * ioredis' commands, whose order it does not see.
+   */
   private sweep(): void {
     const now = Date.now();
     for (let i = this.head; i < this.waiting.length; i++) {
