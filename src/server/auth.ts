@@ -72,17 +72,46 @@ export function generateToken(): string {
   return randomBytes(32).toString('base64url');
 }
 
-/** Fewer distinct characters than this: a pattern, not a random token (a random 32-char hex token has ~14). */
+/**
+ * Fewer distinct characters than this: a pattern, not a random token. Measured
+ * odds that a random token is refused by it: 2.3e-9 for 22 base64 characters
+ * (16 bytes), 1e-4 for 32 hex characters, which is why hex gets its own floor.
+ */
 const MIN_DISTINCT = 10;
+/** The same floor for a hex token: 32 random hex characters fall under 8 distinct with odds 3.5e-8. */
+const MIN_DISTINCT_HEX = 8;
+
+/**
+ * Bits per character of the alphabet a token was most likely drawn from: the
+ * smallest standard one that holds it (hex, then base64 or base64url with its
+ * `=` padding), else the character classes it uses. The standard alphabets
+ * come first because a random token need not show every class of its own
+ * alphabet: one 22-character base64url token in 96 has no digit and no `-`
+ * or `_`, and counting classes alone refused it (52 letters: 125 bits).
+ */
+function alphabetOf(token: string): { bitsPerChar: number; chars: number; hex: boolean } {
+  if (/^[0-9a-fA-F]+$/.test(token)) return { bitsPerChar: 4, chars: token.length, hex: true };
+  const unpadded = token.replace(/={1,2}$/, '');
+  if (/^[A-Za-z0-9+/]+$/.test(unpadded) || /^[A-Za-z0-9_-]+$/.test(unpadded)) {
+    return { bitsPerChar: 6, chars: unpadded.length, hex: false };
+  }
+  let pool = 0;
+  if (/[a-z]/.test(token)) pool += 26;
+  if (/[A-Z]/.test(token)) pool += 26;
+  if (/[0-9]/.test(token)) pool += 10;
+  if (/[^a-zA-Z0-9]/.test(token)) pool += 32;
+  return { bitsPerChar: Math.log2(pool), chars: token.length, hex: false };
+}
 
 /**
  * Refuses a token that is malformed (empty, spaces, control or non-ASCII
  * characters: it could not travel in a URL or a Bearer header unchanged) or
- * that cannot carry 128 bits: length × log2(size of the character classes it
- * uses) under 128, or fewer than 10 distinct characters. A string's entropy
- * cannot be measured, only bounded: this refuses what is certainly weak
- * (`0000000000000000`, short tokens, `abababab…`), and the docs say how to
- * generate a good one.
+ * that cannot carry 128 bits: its length × the bits per character of its
+ * alphabet (`alphabetOf`) under 128, or too few distinct characters. A
+ * string's entropy cannot be measured, only bounded: this refuses what is
+ * certainly weak (`0000000000000000`, short tokens, `abababab…`) and never a
+ * token from `openssl rand -hex 16` or `-base64 16` or longer, and the docs
+ * say how to generate a good one.
  */
 export function checkTokenStrength(token: string, what = 'the console token'): string {
   if (token.length === 0) throw new InvalidArgumentError(`${what} is empty`);
@@ -91,17 +120,14 @@ export function checkTokenStrength(token: string, what = 'the console token'): s
       `${what} is malformed: use printable ASCII without spaces (e.g. \`openssl rand -hex 32\`)`,
     );
   }
-  let pool = 0;
-  if (/[a-z]/.test(token)) pool += 26;
-  if (/[A-Z]/.test(token)) pool += 26;
-  if (/[0-9]/.test(token)) pool += 10;
-  if (/[^a-zA-Z0-9]/.test(token)) pool += 32;
-  const bits = token.length * Math.log2(pool);
+  const alphabet = alphabetOf(token);
+  const bits = alphabet.chars * alphabet.bitsPerChar;
   const distinct = new Set(token).size;
-  if (bits < 128 || distinct < MIN_DISTINCT) {
+  const minDistinct = alphabet.hex ? MIN_DISTINCT_HEX : MIN_DISTINCT;
+  if (bits < 128 || distinct < minDistinct) {
     throw new InvalidArgumentError(
       `${what} is too weak: it must carry at least 128 bits (e.g. 32 hex or 22 base64 characters of random data, ` +
-        `with at least ${MIN_DISTINCT} different characters); generate one with \`openssl rand -hex 32\``,
+        `with at least ${minDistinct} different characters); generate one with \`openssl rand -hex 32\``,
     );
   }
   return token;
