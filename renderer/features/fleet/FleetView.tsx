@@ -11,7 +11,6 @@ import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
 import { formatAgo, formatClockSeconds } from '../../lib/format.ts';
 import { isTypingTarget } from '../../lib/keys.ts';
-import { runSliced } from '../../lib/slices.ts';
 import { FleetActions } from '../bulk/FleetActions.tsx';
 import { DetailPane } from '../detail/DetailPane.tsx';
 import { ColumnsMenu } from './ColumnsMenu.tsx';
@@ -29,6 +28,7 @@ import {
   viewJob,
 } from './model.ts';
 import { filterFromQuery, fleetQuery, sortFromQuery } from './url.ts';
+import { type PlanJob, ViewRunner } from './view-runner.ts';
 
 const EMPTY_VIEW: FleetViewModel = {
   connIds: [],
@@ -53,9 +53,6 @@ function identity(o: object): number {
   return id;
 }
 
-/** Least time between two recomputations that nothing urgent asked for, ms. */
-const REFRESH_MIN_MS = 500;
-
 interface ViewInputs {
   sources: readonly FleetSource[];
   filter: FleetFilter;
@@ -63,72 +60,14 @@ interface ViewInputs {
   localNow: number;
 }
 
-/**
- * Keeps the derived view (filtered, sorted ids and counts) current without
- * ever holding the main thread: each recomputation is a sliced job
- * ({@link viewJob}); the last finished one is shown meanwhile.
- *
- * - `restart` (filter, sort, scope or a new snapshot): drop the running job, start at once.
- * - `refresh` (the clock ticked, rows came or went): start one if none runs and the last
- *   started at least {@link REFRESH_MIN_MS} ago; if one runs, run again after it.
- */
-class ViewRunner {
-  private cancel: (() => void) | null = null;
-  private dirty = false;
-  private lastStart = Number.NEGATIVE_INFINITY;
-  private timer: ReturnType<typeof setTimeout> | null = null;
-  private last: { key: string; view: FleetViewModel } | null = null;
-
-  constructor(
-    private readonly inputs: () => ViewInputs,
-    private readonly publish: (view: FleetViewModel) => void,
-  ) {}
-
-  restart(): void {
-    this.stop();
-    this.start();
-  }
-
-  refresh(): void {
-    if (this.cancel !== null) {
-      this.dirty = true;
-      return;
-    }
-    if (this.timer !== null) return;
-    const wait = this.lastStart + REFRESH_MIN_MS - performance.now();
-    if (wait <= 0) {
-      this.start();
-      return;
-    }
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.start();
-    }, wait);
-  }
-
-  stop(): void {
-    this.cancel?.();
-    this.cancel = null;
-    this.dirty = false;
-    if (this.timer !== null) clearTimeout(this.timer);
-    this.timer = null;
-  }
-
-  private start(): void {
-    this.dirty = false;
-    this.lastStart = performance.now();
-    const { sources, filter, sort, localNow } = this.inputs();
-    // The last view's order still holds when only the clock moved: then just count.
+/** The view job of the inputs; the last view's order still holds when only the clock moved: then it just counts. */
+function planView(inputs: () => ViewInputs): PlanJob<FleetViewModel> {
+  return (last) => {
+    const { sources, filter, sort, localNow } = inputs();
     const key = `${sources.map((s) => `${s.connectionId}#${identity(s.data.rows)}#${s.data.membershipRev}`).join('|')}@${identity(filter)}@${identity(sort)}`;
-    const reuse =
-      this.last !== null && this.last.key === key && orderIsStatic(filter, sort) ? this.last.view : null;
-    this.cancel = runSliced(viewJob(sources, filter, sort, localNow, reuse), (view) => {
-      this.cancel = null;
-      this.last = { key, view };
-      this.publish(view);
-      if (this.dirty) this.refresh();
-    });
-  }
+    const reuse = last !== null && last.key === key && orderIsStatic(filter, sort) ? last.view : null;
+    return { key, job: viewJob(sources, filter, sort, localNow, reuse) };
+  };
 }
 
 export interface FleetViewProps {
@@ -252,7 +191,7 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
     for (const s of sources) if (s.frozenAt != null) m.set(s.connectionId, s.frozenAt);
     return m;
   }, [frozenKey]);
-  // Rows that came or went: shown at the next refresh (well under a second).
+  // Rows that came or went: shown at the next refresh (view-runner.ts: at most 500 ms later).
   const membershipKey = sources.map((s) => s.data.membershipRev).join('|');
   const inputs = useRef<ViewInputs>({ sources, filter, sort, localNow });
   inputs.current = { sources, filter, sort, localNow };
@@ -261,7 +200,7 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
   const [runner] = useState(
     () =>
       new ViewRunner(
-        () => inputs.current,
+        planView(() => inputs.current),
         (view) => setComputed({ view, key: runnerKey.current }),
       ),
   );
