@@ -155,6 +155,40 @@ export async function visible(loc: Locator, timeout = 5000): Promise<void> {
   await loc.waitFor({ state: 'visible', timeout });
 }
 
+/**
+ * Starts watching the page for a visible table row whose text contains `text`, and returns a
+ * function that waits (up to `timeoutMs`) until one shows and resolves with the ms from its own
+ * call to the moment the page drew the row. A MutationObserver in the page notices the row in the
+ * same task that adds it; a locator's wait polls at 20, 50, 100, 100 and then 500 ms intervals, so
+ * a row drawn 250 ms after a write was reported at 320 or 820 ms (measured: the WebSocket frame
+ * arrived 15–200 ms after the write, the locator saw the row 200–830 ms after it).
+ */
+export async function watchForRow(page: Page, text: string): Promise<(timeoutMs: number) => Promise<number>> {
+  // Page code as text: this file is type-checked without the DOM's types.
+  // `void`: evaluate would otherwise wait for the promise itself.
+  await page.evaluate(`void (window.__rowSeen = new Promise((resolve) => {
+    const wanted = ${JSON.stringify(text)};
+    const shown = () => Array.from(document.querySelectorAll('tr, [role="row"]')).some(
+      (r) => (r.textContent ?? '').includes(wanted) && r.checkVisibility());
+    const observer = new MutationObserver(() => check());
+    const check = () => {
+      if (!shown()) return false;
+      observer.disconnect();
+      resolve(performance.now());
+      return true;
+    };
+    if (!check()) observer.observe(document.body, { subtree: true, childList: true, characterData: true });
+  }))`);
+  const startedAt = (await page.evaluate('performance.now()')) as number;
+  return async (timeoutMs) => {
+    const seenAt = (await page.evaluate(
+      `Promise.race([window.__rowSeen, new Promise((resolve) => setTimeout(() => resolve(null), ${timeoutMs}))])`,
+    )) as number | null;
+    if (seenAt === null) throw new Error(`no visible row containing '${text}' within ${timeoutMs} ms`);
+    return seenAt - startedAt;
+  };
+}
+
 /** Waits until nothing matches `loc`. */
 export async function gone(loc: Locator): Promise<void> {
   await expect.poll(() => loc.count(), { timeout: 5000 }).toBe(0);

@@ -24,6 +24,7 @@ import {
   shoot,
   startConsole,
   visible,
+  watchForRow,
 } from './harness.ts';
 
 const TTL = 60_000;
@@ -127,12 +128,13 @@ export function consoleSuite(flavour: BackendFlavour): void {
       await page.getByRole('tab', { name: new RegExp(`${flavour}-main`) }).click();
       await visible(row('batch/000'));
 
-      const started = Date.now();
+      // Timed in the page, from before the write to the moment the page drew the row (watchForRow).
+      const appeared = await watchForRow(page, 'late/arrival-1');
       await acquire('late/arrival-1', 'worker-late');
-      await visible(row('late/arrival-1'), 1000);
-      const tookMs = Date.now() - started;
-      console.log(`[${flavour}] a lease acquired after load appeared in ${tookMs} ms`);
+      const tookMs = await appeared(1000);
+      console.log(`[${flavour}] a lease acquired after load appeared in ${tookMs.toFixed(0)} ms`);
       expect(tookMs).toBeLessThan(1000);
+      await visible(row('late/arrival-1'));
       await shot('fleet');
     });
 
