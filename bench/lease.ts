@@ -85,15 +85,22 @@ const PG_CONCURRENCY = [1, 16];
 const TTL_MS = 60_000;
 const STATE_1K = randomBytes(1024);
 
-/** Runs `ops` calls of `fn(i)` with `inFlight` of them outstanding at a time; returns calls per second. */
-async function rate(ops: number, inFlight: number, fn: (i: number) => Promise<unknown>): Promise<number> {
+/**
+ * Runs `ops` calls of `fn(i, worker)` with `inFlight` of them outstanding at a time (`worker` is the
+ * in-flight slot, 0 to inFlight - 1); returns calls per second.
+ */
+async function rate(
+  ops: number,
+  inFlight: number,
+  fn: (i: number, worker: number) => Promise<unknown>,
+): Promise<number> {
   let next = 0;
   const start = process.hrtime.bigint();
   await Promise.all(
-    Array.from({ length: inFlight }, async () => {
+    Array.from({ length: inFlight }, async (_, worker) => {
       while (next < ops) {
         const i = next++;
-        await fn(i);
+        await fn(i, worker);
       }
     }),
   );
@@ -115,7 +122,7 @@ async function prepare(
   tag: string,
   ops: number,
   inFlight: number,
-): Promise<(i: number) => Promise<unknown>> {
+): Promise<(i: number, worker: number) => Promise<unknown>> {
   const acquireMany = async (n: number, name: (i: number) => string): Promise<LeaseRecord[]> => {
     const out: LeaseRecord[] = new Array(n);
     await rate(n, 64, async (i) => {
@@ -131,12 +138,14 @@ async function prepare(
       return (i) => backend.release(leases[i]!);
     }
     default: {
-      // One lease per in-flight slot, so concurrent calls do not queue on one row's lock.
+      // One lease per in-flight slot, so concurrent calls never queue on one row's lock. By slot,
+      // not by call number: with `i % inFlight` a call slower than the next inFlight ones shared its
+      // lease with a later call, which on PostgreSQL waited for its commit, while the baseline spread
+      // its calls over 64 keys.
       const leases = await acquireMany(inFlight, (i) => `${tag}:${i}`);
-      if (call === 'renew') return (i) => backend.renew(leases[i % inFlight]!, TTL_MS);
-      if (call === 'checkpoint 1 KiB')
-        return (i) => backend.checkpoint(leases[i % inFlight]!, STATE_1K, TTL_MS);
-      return (i) => backend.readCheckpoint(leases[i % inFlight]!);
+      if (call === 'renew') return (_i, w) => backend.renew(leases[w]!, TTL_MS);
+      if (call === 'checkpoint 1 KiB') return (_i, w) => backend.checkpoint(leases[w]!, STATE_1K, TTL_MS);
+      return (_i, w) => backend.readCheckpoint(leases[w]!);
     }
   }
 }
@@ -177,9 +186,10 @@ async function benchBackend(kind: 'postgres' | 'redis'): Promise<void> {
             base = b!.rate;
             measured = m!.rate;
           } else {
-            const before = await rate(ops, inFlight, (i) => baseline.run(i));
+            // The baseline's key by slot too: each slot its own row, like the calls.
+            const before = await rate(ops, inFlight, (_i, w) => baseline.run(w));
             measured = await rate(ops, inFlight, fn);
-            const after = await rate(ops, inFlight, (i) => baseline.run(i));
+            const after = await rate(ops, inFlight, (_i, w) => baseline.run(w));
             base = (before + after) / 2;
           }
           calls.push(measured);
@@ -224,7 +234,7 @@ async function printServerTimes(url: string, backend: LeaseBackend, baseline: Ba
         for (let r = 0; r < ROUNDS; r++) {
           const fn = await prepare(backend, call, `s${tagNo++}`, ops, inFlight);
           for (const [out, f] of [
-            [raws, (i: number) => baseline.run(i)],
+            [raws, (_i: number, w: number) => baseline.run(w)],
             [times, fn],
           ] as const) {
             const t = await stats.during(() => rate(ops, inFlight, f));
