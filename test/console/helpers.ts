@@ -3,7 +3,6 @@
  * but an in-memory PGlite exists only in this process, so PGlite tests hand
  * the service the test's own backend (its close() left to the test).
  */
-import type { LeaseRow } from '../../src/console/api.ts';
 import type { LeaseBackend, OpenOptions } from '../../src/index.ts';
 
 export function sharedOpener(
@@ -29,24 +28,4 @@ export async function until<T>(
   }
 }
 
-/** A live lease row at backend time `now`: acquired 10 s ago, 50 s of its 60 s ttl left; `over` on top. */
-export function leaseRow(now: number, over: Partial<LeaseRow> = {}): LeaseRow {
-  return {
-    workId: 'w',
-    holderId: 'h',
-    fencingToken: '1',
-    expiresAt: now + 50_000,
-    ttlMs: 60_000,
-    stepId: null,
-    acquiredAt: now - 10_000,
-    renewedAt: null,
-    checkpointedAt: null,
-    releasedAt: null,
-    checkpointSize: null,
-    cleanHandoff: true,
-    predecessorEnd: 'none',
-    ended: null,
-    version: '1',
-    ...over,
-  };
-}
+export { leaseRow } from '../support/lease-row.ts';

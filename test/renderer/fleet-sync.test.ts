@@ -4,7 +4,8 @@ import type { ConsoleClient } from '../../renderer/api/client.ts';
 import { keys } from '../../renderer/api/queries.ts';
 import { FLUSH_MS, FleetSync } from '../../renderer/api/sync.ts';
 import { type FleetData, fromSnapshot, type LeasesEvent } from '../../renderer/features/fleet/model.ts';
-import type { ConsoleEvent, LeaseRow } from '../../src/console/api.ts';
+import type { ConsoleEvent } from '../../src/console/api.ts';
+import { leaseRow } from '../support/lease-row.ts';
 
 /**
  * How pushed lease events reach the fleet's query data, on fake timers (performance.now included).
@@ -39,29 +40,12 @@ describe('the fleet sync batches', () => {
     vi.useRealTimers();
   });
 
-  const row = (workId: string): LeaseRow => ({
-    workId,
-    holderId: 'h',
-    fencingToken: '1',
-    expiresAt: 60_000,
-    ttlMs: 60_000,
-    stepId: null,
-    acquiredAt: 0,
-    renewedAt: null,
-    checkpointedAt: null,
-    releasedAt: null,
-    checkpointSize: null,
-    cleanHandoff: true,
-    predecessorEnd: 'none',
-    ended: null,
-    version: '1',
-  });
   const lease = (workId: string) => {
     const event: LeasesEvent = {
       type: 'leases',
       connectionId: 'c',
       seq: ++seq,
-      upserts: [row(workId)],
+      upserts: [leaseRow(0, { workId })],
       removed: [],
       serverTime: Date.now(),
     };
