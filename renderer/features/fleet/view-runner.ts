@@ -11,8 +11,10 @@
  * refreshes take at most a tenth of the main thread, and a row that came in shows as soon as that
  * allows. A fixed 500 ms gap held a new row of a 15-lease fleet off the screen for up to 500 ms
  * after its event was applied, for a pass that took about a millisecond (e2e, Chromium: the event
- * applied at 110 ms, the row drawn at 110–640 ms). A pass over 100 000 leases takes longer than
- * 50 ms, so a big fleet keeps the 500 ms gap it had.
+ * applied at 110 ms, the row drawn at 110–640 ms). A pass over 100 000 leases took 36 ms sorted
+ * by work id and 53 ms by expiry (Node, run to completion; in a page it yields between slices and
+ * takes longer), so a big fleet waits 360–500 ms, about the 500 ms it did; 1 000 leases took
+ * 0.25–0.66 ms, a gap of under 7 ms.
  */
 import { runSliced } from '../../lib/slices.ts';
 
