@@ -82,32 +82,32 @@ const MIN_DISTINCT = 10;
 const MIN_DISTINCT_HEX = 8;
 
 /**
- * Bits per character of the alphabet a token was most likely drawn from: the
- * smallest standard one that holds it (hex, then base64 or base64url with its
- * `=` padding), else the character classes it uses. The standard alphabets
- * come first because a random token need not show every class of its own
- * alphabet: one 22-character base64url token in 96 has no digit and no `-`
- * or `_`, and counting classes alone refused it (52 letters: 125 bits).
+ * What a token can carry, judged by the alphabet it was most likely drawn from: the smallest
+ * standard one that holds it (hex, then base64 or base64url with its `=` padding), else the
+ * character classes it uses; and the distinct characters that alphabet's random tokens show. The
+ * standard alphabets come first because a random token need not show every class of its own
+ * alphabet: one 22-character base64url token in 96 has no digit and no `-` or `_`, and counting
+ * classes alone refused it (52 letters: 125 bits).
  */
-function alphabetOf(token: string): { bitsPerChar: number; chars: number; hex: boolean } {
-  if (/^[0-9a-fA-F]+$/.test(token)) return { bitsPerChar: 4, chars: token.length, hex: true };
+function capacityOf(token: string): { bits: number; minDistinct: number } {
+  if (/^[0-9a-fA-F]+$/.test(token)) return { bits: 4 * token.length, minDistinct: MIN_DISTINCT_HEX };
   const unpadded = token.replace(/={1,2}$/, '');
   if (/^[A-Za-z0-9+/]+$/.test(unpadded) || /^[A-Za-z0-9_-]+$/.test(unpadded)) {
-    return { bitsPerChar: 6, chars: unpadded.length, hex: false };
+    return { bits: 6 * unpadded.length, minDistinct: MIN_DISTINCT };
   }
   let pool = 0;
   if (/[a-z]/.test(token)) pool += 26;
   if (/[A-Z]/.test(token)) pool += 26;
   if (/[0-9]/.test(token)) pool += 10;
   if (/[^a-zA-Z0-9]/.test(token)) pool += 32;
-  return { bitsPerChar: Math.log2(pool), chars: token.length, hex: false };
+  return { bits: token.length * Math.log2(pool), minDistinct: MIN_DISTINCT };
 }
 
 /**
  * Refuses a token that is malformed (empty, spaces, control or non-ASCII
  * characters: it could not travel in a URL or a Bearer header unchanged) or
  * that cannot carry 128 bits: its length × the bits per character of its
- * alphabet (`alphabetOf`) under 128, or too few distinct characters. A
+ * alphabet (`capacityOf`) under 128, or too few distinct characters. A
  * string's entropy cannot be measured, only bounded: this refuses what is
  * certainly weak (`0000000000000000`, short tokens, `abababab…`) and never a
  * token from `openssl rand -hex 16` or `-base64 16` or longer, and the docs
@@ -120,11 +120,8 @@ export function checkTokenStrength(token: string, what = 'the console token'): s
       `${what} is malformed: use printable ASCII without spaces (e.g. \`openssl rand -hex 32\`)`,
     );
   }
-  const alphabet = alphabetOf(token);
-  const bits = alphabet.chars * alphabet.bitsPerChar;
-  const distinct = new Set(token).size;
-  const minDistinct = alphabet.hex ? MIN_DISTINCT_HEX : MIN_DISTINCT;
-  if (bits < 128 || distinct < minDistinct) {
+  const { bits, minDistinct } = capacityOf(token);
+  if (bits < 128 || new Set(token).size < minDistinct) {
     throw new InvalidArgumentError(
       `${what} is too weak: it must carry at least 128 bits (e.g. 32 hex or 22 base64 characters of random data, ` +
         `with at least ${minDistinct} different characters); generate one with \`openssl rand -hex 32\``,
