@@ -57,3 +57,26 @@ export function intArg(file: string, name: string, value: unknown, min = 1): num
     fail(file, `--${name} must be an integer >= ${min}, got ${String(value)}`);
   return n;
 }
+
+/**
+ * `value` split at commas, each one of `allowed` (at least one), or exit 2 naming the option, what
+ * it got and what it takes.
+ */
+export function listArg<const T extends string>(
+  file: string,
+  name: string,
+  value: unknown,
+  allowed: readonly T[],
+): T[] {
+  const items = String(value)
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  const bad = items.filter((s) => !(allowed as readonly string[]).includes(s));
+  if (items.length === 0 || bad.length > 0)
+    fail(
+      file,
+      `--${name} takes a comma-separated list of ${allowed.join(', ')}; got ${bad.length > 0 ? bad.join(', ') : 'none'}`,
+    );
+  return items as T[];
+}

@@ -27,6 +27,7 @@ describe('bench arguments', () => {
     expect(r.stdout.trim()).toBe(headerOf(LEASE_BENCH));
     expect(r.stdout).toContain('Usage: npm run bench -- [--backends');
     expect(r.stdout).toContain('[--telemetry-only]');
+    expect(r.stdout).toContain('[--calls acquire,renew,checkpoint,release,readCheckpoint]');
   });
 
   it('an unknown option exits 2 with its name and the whole usage, without connecting anywhere', async () => {
@@ -35,6 +36,30 @@ describe('bench arguments', () => {
     expect(r.stderr).toContain("Unknown option '--nope'");
     expect(r.stderr).toContain('[--pg <url>] [--redis <url>] [--pool 16] [--telemetry-only]');
     expect(r.stdout).toBe('');
+  });
+
+  it('an unknown call or backend exits 2 naming it and what the option takes, before any work', async () => {
+    const calls = await bench('--calls', 'renew,nope', '--pg', 'postgres://nobody@127.0.0.1:1/none');
+    expect(calls.code).toBe(2);
+    expect(calls.stderr).toContain(
+      '--calls takes a comma-separated list of acquire, renew, checkpoint, release, readCheckpoint; got nope',
+    );
+    expect(calls.stdout).toBe('');
+    const backends = await bench(
+      '--backends',
+      'postgres,mysql',
+      '--pg',
+      'postgres://nobody@127.0.0.1:1/none',
+    );
+    expect(backends.code).toBe(2);
+    expect(backends.stderr).toContain(
+      '--backends takes a comma-separated list of postgres, redis, redis-wait,',
+    );
+    expect(backends.stderr).toContain('; got mysql');
+    expect(backends.stdout).toBe('');
+    const empty = await bench('--calls', ',');
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain('; got none');
   });
 
   it('a bad number exits 2 naming the option', async () => {
