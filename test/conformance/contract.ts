@@ -421,7 +421,19 @@ export function defineConformance(target: BackendTarget): void {
           await sb.release(r3);
           await seeder.set(w, 2n ** 62n);
           sb = seeder.backend;
-          expect((await sb.acquire(w, 'h4', LIVE)).fencingToken).toBe(2n ** 62n + 1n);
+          let live = await sb.acquire(w, 'h4', LIVE);
+          expect(live.fencingToken).toBe(2n ** 62n + 1n);
+          // The +1 carries over 9s, inside the number and into one more digit.
+          for (const [seed, next] of [
+            [5_000_000_000_000_009_999n, 5_000_000_000_000_010_000n],
+            [999_999_999_999_999_999n, 1_000_000_000_000_000_000n],
+          ] as const) {
+            await sb.release(live);
+            await seeder.set(w, seed);
+            sb = seeder.backend;
+            live = await sb.acquire(w, 'h5', LIVE);
+            expect(live.fencingToken).toBe(next);
+          }
         } finally {
           await seeder.close();
         }

@@ -80,7 +80,7 @@
  * is ready but some bucket lost its `id`, or whose meta key is gone while
  * buckets still carry an id: nothing recreates a dataset that a process has
  * seen. A fresh, empty prefix is created as before. Tokens need no layout
- * change: they are floored by the server clock (scripts.ts, TOKENS).
+ * change: they are floored by the server clock (scripts.ts, nextToken).
  *
  * Layout 2 (the same keys without `id`) is upgraded in place by migrating
  * (`openBackend` or `worklease migrate`): the meta key gets a dataset id, the
