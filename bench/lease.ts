@@ -97,6 +97,8 @@ const CONCURRENCY = [1, 64];
 /** PostgreSQL's target is set at 1 and 16 in flight (issue 14): 16 is the bench's pool, one call per connection. */
 const PG_CONCURRENCY = [1, 16];
 const TTL_MS = 60_000;
+/** Calls per measurement: `--ops`, a quarter of it (at least 200) at 1 in flight, where each call is a whole round trip. */
+const opsAt = (inFlight: number): number => (inFlight === 1 ? Math.max(200, Math.floor(OPS / 4)) : OPS);
 const STATE_1K = randomBytes(1024);
 
 /**
@@ -204,7 +206,7 @@ async function compareCall(
   base: Call,
   tag: () => string,
 ): Promise<Compared> {
-  const ops = inFlight === 1 ? Math.max(200, Math.floor(OPS / 4)) : OPS;
+  const ops = opsAt(inFlight);
   const out: Compared = { calls: [], bases: [], ratios: [] };
   for (let r = 0; r < ROUNDS; r++) {
     const fn = await prepare(backend, call, tag(), ops, inFlight);
@@ -537,7 +539,7 @@ async function benchDurability(): Promise<void> {
     // renew does not WAIT (docs/durability.md): its row shows the option costs nothing there.
     for (const call of ['acquire', 'checkpoint 1 KiB', 'renew'] as const) {
       for (const inFlight of CONCURRENCY) {
-        const ops = inFlight === 1 ? Math.max(200, Math.floor(OPS / 4)) : OPS;
+        const ops = opsAt(inFlight);
         const ratios: number[] = [];
         const with_: number[] = [];
         const without: number[] = [];
@@ -596,7 +598,7 @@ async function benchTelemetry(kind: 'postgres' | 'redis'): Promise<void> {
     await rate(500, 64, (i) => metered.acquire(`warm2:${i}`, 'w', TTL_MS));
     for (const call of ['renew', 'checkpoint 1 KiB'] as const) {
       for (const inFlight of CONCURRENCY) {
-        const ops = inFlight === 1 ? Math.max(200, Math.floor(OPS / 4)) : OPS;
+        const ops = opsAt(inFlight);
         const ratios: number[] = [];
         const plains: number[] = [];
         const meters: number[] = [];
