@@ -267,6 +267,49 @@ describe('HOT renews on postgres', () => {
       await listener.end();
     }
   });
+
+  it('migration 11 drops the end trigger and its function; the ending statements notify a waiter themselves', async () => {
+    // The schema as migration 10 left it, with a live lease whose holder a waiter asked about.
+    const { schema, s } = await schemaAt('pgn', 10);
+    const objects = async (): Promise<string[]> =>
+      (
+        await admin.query(
+          `SELECT 'trigger ' || tgname AS o FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal
+           UNION ALL SELECT 'function ' || proname FROM pg_proc WHERE pronamespace = $2::regnamespace ORDER BY 1`,
+          [`${s}.leases`, s],
+        )
+      ).rows.map((r) => r.o);
+    expect(await objects()).toContain('trigger leases_ended');
+    expect(await objects()).toContain('function notify_ended');
+    const b = await openPostgres(PG_URL, { schema });
+    backends.push(b);
+    expect(await objects()).toEqual(['function lease_held', 'function lease_refused']);
+    const listener = new pg.Client({ connectionString: PG_URL });
+    await listener.connect();
+    try {
+      const heard: string[] = [];
+      listener.on('notification', (n) => heard.push(n.payload ?? ''));
+      await listener.query(`LISTEN "wl_ended_${schema}"`);
+      // Not asked for: quiet. Asked for: one NOTIFY per ending call, release, force-release and prune.
+      await b.release(await b.acquire('quiet', 'h', 60_000));
+      const rel = await b.acquire('rel', 'h', 60_000);
+      const forced = await b.acquire('forced', 'h', 60_000);
+      for (const id of ['rel', 'forced']) expect(await b.admin.notifyEnd!(id, 60_000)).toBe(true);
+      await b.release(rel);
+      await b.admin.forceRelease('forced', {
+        expectedToken: forced.fencingToken,
+        operator: 'op',
+        reason: 'test',
+      });
+      await expect.poll(() => heard, { timeout: 5000 }).toEqual(['rel', 'forced']);
+      expect(await b.admin.prune({ olderThanMs: 0, limit: 100 })).toBe(3);
+      await expect
+        .poll(() => [...heard].sort(), { timeout: 5000 })
+        .toEqual(['forced', 'forced', 'rel', 'rel']);
+    } finally {
+      await listener.end();
+    }
+  });
 });
 
 describe.each([

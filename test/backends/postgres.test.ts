@@ -69,26 +69,35 @@ describe('migrations', () => {
   it('a schema missing a lower-numbered migration is refused with migrate: false and completed by migrate', async () => {
     const schema = newSchema();
     await (await open(schema)).close();
-    // As if migration 3 were registered after a higher one was applied: undo it and forget it.
-    await admin.query(
-      `DROP TRIGGER leases_ended ON "${schema}".leases; DROP FUNCTION "${schema}".notify_ended()`,
-    );
-    await admin.query(`DELETE FROM "${schema}".schema_migrations WHERE version = 3`);
+    // As if migration 9 were registered after a higher one was applied: undo it and forget it.
+    await admin.query(`DROP FUNCTION "${schema}".lease_held(bigint, timestamptz, text)`);
+    await admin.query(`DELETE FROM "${schema}".schema_migrations WHERE version = 9`);
     const err = await openPostgres(PG_URL, { schema, migrate: false }).then(
       () => null,
       (e: unknown) => e as Error & { code: string },
     );
     expect(err?.code).toBe('SCHEMA_MISMATCH');
-    expect(err?.message).toContain(`at version ${LATEST_VERSION} without 3`);
-    await (await open(schema)).close();
-    const { rows } = await admin.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
-    expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((x) => x.version).sort((x, y) => x - y));
-    const trigger = await admin.query(
-      `SELECT 1 FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-       WHERE t.tgname = 'leases_ended' AND n.nspname = $1`,
-      [schema],
-    );
-    expect(trigger.rows).toHaveLength(1);
+    expect(err?.message).toContain(`at version ${LATEST_VERSION} without 9`);
+    const b = await open(schema);
+    try {
+      const { rows } = await admin.query(
+        `SELECT version FROM "${schema}".schema_migrations ORDER BY version`,
+      );
+      expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((x) => x.version).sort((x, y) => x - y));
+      const fn = await admin.query(
+        `SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.proname = 'lease_held' AND n.nspname = $1`,
+        [schema],
+      );
+      expect(fn.rows).toHaveLength(1);
+      // The acquire that needs it works again, and refuses a held item with the holder's details.
+      await b.acquire('m9', 'h1', 60_000);
+      await expect(b.acquire('m9', 'h2', 60_000)).rejects.toMatchObject({
+        code: 'LEASE_HELD',
+        details: { holderId: 'h1' },
+      });
+    } finally {
+      await b.close();
+    }
   });
 
   it('migrate: false refuses a missing schema with SCHEMA_MISMATCH and a hint', async () => {

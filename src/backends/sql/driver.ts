@@ -26,7 +26,6 @@ import type {
 import { type DriverListOptions, type LeaseDriver, requestConflict } from '../common.ts';
 import type { Row, SqlClient, Statement, TextRow } from './client.ts';
 import { countStatement } from './count.ts';
-import { endedChannel } from './migrations.ts';
 import {
   changeScanParams,
   decodeChangeCursor,
@@ -45,7 +44,7 @@ import {
   toBytes,
   toDate,
 } from './rows.ts';
-import { buildStatements, INFO_COLUMNS, type Statements } from './statements.ts';
+import { buildStatements, endedChannel, INFO_COLUMNS, type Statements } from './statements.ts';
 
 /** Positions in the text rows of `changes` (see statements.ts): the LeaseInfo columns follow these. */
 const CHANGE_SNAP_XMIN = 0;
