@@ -288,10 +288,9 @@ CREATE TRIGGER leases_ended AFTER UPDATE OF last_op ON ${s}.leases FOR EACH ROW
     sql: (s) => `
 -- The NOTIFY of an ended lease (migration 3; only while a waiter asked for it, migration 6) is
 -- sent by the statements that end a lease (release, force-release, prune: statements.ts,
--- notifyEnded) from their RETURNING, instead of by the AFTER UPDATE OF last_op trigger. The
--- trigger's WHEN ran on every write that sets last_op, acquire's takeover included, and PostgreSQL
--- reads a trigger's WHEN back from its stored node-tree text and prepares it for each statement
--- that runs it. RETURNING is evaluated once for each row the statement wrote, so the NOTIFY is
+-- notifyEnded) from their RETURNING, instead of by the AFTER UPDATE OF last_op trigger, whose
+-- WHEN ran (with the row trigger machinery around it) on every write that sets last_op, acquire's
+-- takeover included. RETURNING is evaluated once for each row the statement wrote, so the NOTIFY is
 -- sent for the same rows as before, by the same test (wanted_until > now()), and only the
 -- committed ones are delivered. Measured (acquire + release cycles, 16 in flight, PostgreSQL 15,
 -- 11 alternating rounds of 2 000): through two backends of the code before and after, 3 257 and
