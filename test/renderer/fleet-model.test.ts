@@ -152,4 +152,44 @@ describe('renderer fleet model', () => {
     expect(view.counts.expired).toBe(0);
     expect(view.counts.live + view.counts.expiring).toBe(10);
   });
+
+  it('records the instant it judged each connection at, on every path, for the rows it lists', () => {
+    // Three connections: live with a clock offset, live whose heartbeats were checked 4 s ago, stale.
+    const live = { ...source([row(1, 10_000)]), connectionId: 'a', clockOffsetMs: 250 };
+    const checked: FleetSource = {
+      ...source([row(2, 10_000)]),
+      connectionId: 'b',
+      data: fromSnapshot({
+        connectionId: 'b',
+        rows: [row(2, 10_000)],
+        seq: 0,
+        serverTime: NOW,
+        heartbeatsAsOf: NOW - 4000,
+      }),
+    };
+    const stale = { ...source([row(3, 10_000)]), connectionId: 'c', frozenAt: NOW - 7000 };
+    const sources = [live, checked, stale];
+    const expected = new Map([
+      ['a', { clock: NOW + 250, judged: NOW + 250 }],
+      ['b', { clock: NOW, judged: NOW - 4000 }],
+      ['c', { clock: NOW - 7000, judged: NOW - 7000 }],
+    ]);
+    const sort = { key: 'workId', dir: 'asc' } as const;
+    const full = computeView(sources, EMPTY_FILTER, sort, NOW);
+    expect(full.instants).toEqual(expected);
+    // A filtered, sorted pass and a counts-only pass (the order kept) record the same.
+    const byExpiry = computeView(
+      sources,
+      { ...EMPTY_FILTER, search: 'jobs' },
+      { key: 'expiresAt', dir: 'desc' },
+      NOW,
+    );
+    expect(byExpiry.instants).toEqual(expected);
+    const kept = drain(viewJob(sources, EMPTY_FILTER, sort, NOW + 1000, full));
+    expect(kept.instants.get('a')).toEqual({ clock: NOW + 1250, judged: NOW + 1250 });
+    expect(kept.instants.get('c')).toEqual({ clock: NOW - 7000, judged: NOW - 7000 });
+    // The counts are judged at those instants (expiring: under 15 s of the 60 s ttl left): a has
+    // 8.75 s left, b 14 s at its check, c, stale, 17 s at its frozen time.
+    expect([kept.counts.expiring, kept.counts.live]).toEqual([2, 1]);
+  });
 });

@@ -1,6 +1,7 @@
 /**
  * The virtualized lease table. Only the rows in view are in the DOM; each
- * visible row re-derives its status and countdowns from the shared ticker, so
+ * visible row re-derives its status and countdowns at the instant of the view
+ * it belongs to, which is recomputed for every tick of the shared ticker, so
  * a 100 000-row fleet costs ~40 row renders a second, not 100 000.
  */
 import { useVirtualizer } from '@tanstack/react-virtual';
@@ -30,7 +31,7 @@ import {
   useColumnPrefs,
   widthOf,
 } from './columns.ts';
-import type { FleetData, FleetView, Sort, SortKey } from './model.ts';
+import type { FleetData, FleetView, Sort, SortKey, SourceInstant } from './model.ts';
 
 const ROW_HEIGHT = 32;
 
@@ -232,6 +233,7 @@ export function FleetTable(props: FleetTableProps) {
                   index={item.index}
                   row={row}
                   conn={conn}
+                  at={view.instants.get(connId)}
                   localNow={props.localNow}
                   frozenAt={props.frozen.get(connId) ?? null}
                   heartbeatsAsOf={props.fleets.get(connId)?.heartbeatsAsOf ?? null}
@@ -254,7 +256,13 @@ interface RowProps {
   /** Replaced (new object) by every change to the lease, so the memo below sees changes. */
   row: LeaseRow;
   conn: ConnectionInfo;
-  /** The shared once-a-second tick: countdowns and time-derived status. */
+  /**
+   * The instant the shown view judged this row's connection at (model.ts, `FleetView.instants`):
+   * status and countdowns are drawn at it, so the row agrees with the count chips and the status
+   * filter. Absent only if the view has not judged the connection yet: then the tick below.
+   */
+  at: SourceInstant | undefined;
+  /** The shared once-a-second tick: countdowns and time-derived status when `at` is absent. */
   localNow: number;
   /** Set while the connection is stale: the last confirmed backend time, used instead of the clock. */
   frozenAt: number | null;
@@ -268,8 +276,8 @@ interface RowProps {
 
 const Row = memo(function Row(p: RowProps) {
   const { row, conn } = p;
-  const serverNow = p.frozenAt ?? p.localNow + conn.clockOffsetMs;
-  const status = leaseStatus(row, judgedAt(serverNow, p.heartbeatsAsOf), conn.thresholds);
+  const serverNow = p.at?.clock ?? p.frozenAt ?? p.localNow + conn.clockOffsetMs;
+  const status = leaseStatus(row, p.at?.judged ?? judgedAt(serverNow, p.heartbeatsAsOf), conn.thresholds);
   return (
     <tr
       id={`lease-row-${p.index}`}

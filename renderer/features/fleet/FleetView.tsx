@@ -33,6 +33,7 @@ import { type PlanJob, ViewRunner } from './view-runner.ts';
 const EMPTY_VIEW: FleetViewModel = {
   connIds: [],
   workIds: [],
+  instants: new Map(),
   counts: emptyCounts(),
   total: 0,
 };
@@ -210,13 +211,15 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
     runnerKey.current = sourcesKey;
     runner.restart();
   }, [runner, sourcesKey, filter, sort]);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: as above; statuses move with time, membership with events
+  // Rows changed in place by events (a release, a takeover): their rows redraw at once (`rev`), the
+  // counts follow at the next refresh, one job's gap later (view-runner.ts), not at the next tick.
+  const rev = sources.reduce((n, s) => n + s.data.rev, 0);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: as above; statuses move with time, membership and rows with events
   useEffect(() => {
     if (visible) runner.refresh();
-  }, [runner, visible, membershipKey, localNow]);
+  }, [runner, visible, membershipKey, rev, localNow]);
   const view = computed?.view ?? EMPTY_VIEW;
   const computing = computed === null || computed.key !== sourcesKey;
-  const rev = sources.reduce((n, s) => n + s.data.rev, 0);
   const fleetMap = useMemo(() => {
     const m = new Map<string, FleetData>();
     for (const f of fleets) if (f.data !== undefined) m.set(f.connection.id, f.data);

@@ -331,10 +331,26 @@ export function emptyCounts(): StatusCounts {
   return counts;
 }
 
+/** The instant a view judged one connection's rows at. */
+export interface SourceInstant {
+  /** The backend clock it read ({@link sourceClock}): what countdowns count from. */
+  clock: number;
+  /** The backend time statuses were judged at ({@link sourceNow}). */
+  judged: number;
+}
+
 export interface FleetView {
   /** Parallel arrays: the i-th visible row is `connIds[i]` / `workIds[i]`. */
   connIds: string[];
   workIds: string[];
+  /**
+   * By connection id, the instant this view judged the connection's rows at. The table draws
+   * each row's status and countdowns at it, not at the newest tick: a view is published a few
+   * milliseconds (at 100 000 leases up to half a second) after the tick it was computed for, and
+   * rows drawn at the tick meanwhile disagreed with the view's count chips and status filter
+   * (a chip read "expiring 0" beside a row marked expiring).
+   */
+  instants: ReadonlyMap<string, SourceInstant>;
   /**
    * Counts of the whole fleet in scope, by status, whatever the filters: one meaning for the
    * chips, so an operator who filtered never reads "expired 0" while expired leases exist.
@@ -401,10 +417,16 @@ export function* viewJob(
   const counts = emptyCounts();
   const passes = textFilter(filter);
   const statusFilter = filter.statuses.size > 0 ? filter.statuses : null;
+  const instants = new Map<string, SourceInstant>();
+  const judge = (src: FleetSource): number => {
+    const at = { clock: sourceClock(src, localNow), judged: sourceNow(src, localNow) };
+    instants.set(src.connectionId, at);
+    return at.judged;
+  };
   if (keep !== null) {
     let total = 0;
     for (const src of sources) {
-      const now = sourceNow(src, localNow);
+      const now = judge(src);
       const { thresholds } = src;
       total += src.data.rows.size;
       let i = 0;
@@ -414,7 +436,7 @@ export function* viewJob(
         counts[leaseStatus(row, now, thresholds)]++;
       }
     }
-    return { connIds: keep.connIds, workIds: keep.workIds, counts, total };
+    return { connIds: keep.connIds, workIds: keep.workIds, instants, counts, total };
   }
   const connIds: string[] = [];
   const workIds: string[] = [];
@@ -426,7 +448,7 @@ export function* viewJob(
   for (let k = 0; k < sources.length; k++) {
     const src = sources[k] as FleetSource;
     const ids = lists[k] as string[];
-    const now = sourceNow(src, localNow);
+    const now = judge(src);
     const { rows } = src.data;
     const { thresholds, connectionId } = src;
     total += ids.length;
@@ -454,9 +476,9 @@ export function* viewJob(
     } else if (sort.dir === 'desc') {
       connIds.reverse();
       workIds.reverse();
-      return { connIds, workIds, counts, total };
+      return { connIds, workIds, instants, counts, total };
     } else {
-      return { connIds, workIds, counts, total };
+      return { connIds, workIds, instants, counts, total };
     }
   } else if (sort.key === 'holderId' || sort.key === 'fencingToken') {
     const keys: string[] = new Array(n);
@@ -487,7 +509,7 @@ export function* viewJob(
     c[k] = connIds[from] as string;
     w[k] = workIds[from] as string;
   }
-  return { connIds: c, workIds: w, counts, total };
+  return { connIds: c, workIds: w, instants, counts, total };
 }
 
 /** Whether a view's order depends only on membership, filters and sort (not on time or row values). */
