@@ -5,7 +5,7 @@
  * drawn with each status equals that status's chip. Before the rows were drawn at the view's
  * instant, a tick redrew the rows at once and the chips a view job later: "expiring 0" beside a
  * row marked expiring, for a few milliseconds at each crossing here (up to half a second at
- * 100 000 leases).
+ * 100 000 leases). The open lease's detail pane shows the status its row shows.
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,12 +26,19 @@ const LEASES = 10;
 /** Lease i has a ttl of 3 000 + 400·i ms: expiring from 0.75 of it, expired at it. */
 const ttlOf = (i: number) => 3000 + 400 * i;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The lease whose detail pane is open meanwhile: its status there must be its row's. */
+const OPEN = 'agree/5';
 
 interface Watch {
   /** DOM changes checked. */
   checks: number;
-  /** Checks at which some status's rows and chip differed, with what each said. */
-  disagreements: Array<{ at: number; rows: Record<string, number>; chips: Record<string, number> }>;
+  /** Of those, the ones that also compared the open lease's detail pane with its row. */
+  openChecks: number;
+  /**
+   * Checks at which some status's rows and chip differed, or the open lease's row (`rows.open`)
+   * and detail pane (`chips.open`), with what each said.
+   */
+  disagreements: Array<{ at: number; rows: Record<string, unknown>; chips: Record<string, unknown> }>;
   /** Each status's chip values, in the order they were seen. */
   seen: Record<string, number[]>;
 }
@@ -41,7 +48,7 @@ async function watchAgreement(page: Page): Promise<() => Promise<Watch>> {
   // A string, so this Node-typed file needs no DOM types.
   await page.evaluate(`(() => {
     const statuses = ${JSON.stringify(LEASE_STATUSES)};
-    const w = { checks: 0, disagreements: [], seen: {} };
+    const w = { checks: 0, openChecks: 0, disagreements: [], seen: {} };
     for (const s of statuses) w.seen[s] = [];
     const check = () => {
       const rows = {}, chips = {};
@@ -53,6 +60,16 @@ async function watchAgreement(page: Page): Promise<() => Promise<Watch>> {
         if (rows[s] !== chips[s]) differ = true;
         const seen = w.seen[s];
         if (seen[seen.length - 1] !== chips[s]) seen.push(chips[s]);
+      }
+      // The open lease: its detail pane's status and its row's.
+      const pane = document.querySelector('aside[aria-label="Lease details"] dd .status');
+      if (pane !== null) {
+        const tr = [...document.querySelectorAll('.fleet-table tbody tr')]
+          .find((r) => r.querySelector('.c-work')?.textContent === ${JSON.stringify(OPEN)});
+        rows.open = tr?.querySelector('.c-status')?.textContent ?? null;
+        chips.open = pane.textContent;
+        if (rows.open !== chips.open) differ = true;
+        w.openChecks++;
       }
       w.checks++;
       if (differ && w.disagreements.length < 50) w.disagreements.push({ at: performance.now(), rows, chips });
@@ -99,6 +116,8 @@ describe('the fleet table and its count chips (Chromium)', () => {
       .locator('.fleet-table tbody tr.row-live')
       .nth(LEASES - 1)
       .waitFor({ timeout: 5000 });
+    await page.getByRole('row', { name: new RegExp(`\\b${OPEN}\\b`) }).click();
+    await page.locator('aside[aria-label="Lease details"] dd .status').waitFor({ timeout: 5000 });
     const read = await watchAgreement(page);
     // Until every chip says expired: past the longest ttl (6.6 s) and the next heartbeat check the
     // statuses wait for (every 2 s, src/console/status.ts judgedAt).
@@ -109,11 +128,12 @@ describe('the fleet table and its count chips (Chromium)', () => {
     }
     await shoot(page, 'agreement-expired');
     console.log(
-      `rows and chips: ${w.checks} DOM changes checked, ${w.disagreements.length} disagreed; expiring chip went ${w.seen.expiring?.join(' → ')}, expired ${w.seen.expired?.join(' → ')}`,
+      `rows and chips: ${w.checks} DOM changes checked (${w.openChecks} with the open lease's pane), ${w.disagreements.length} disagreed; expiring chip went ${w.seen.expiring?.join(' → ')}, expired ${w.seen.expired?.join(' → ')}`,
     );
     // The window saw the crossings it is about: leases expiring, then every one expired.
     expect(Math.max(...(w.seen.expiring ?? []))).toBeGreaterThan(0);
     expect(w.seen.expired?.at(-1)).toBe(LEASES);
+    expect(w.openChecks).toBe(w.checks);
     expect(w.disagreements).toEqual([]);
     expect(pageErrors).toEqual([]);
   }, 30_000);

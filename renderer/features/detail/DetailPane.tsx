@@ -13,6 +13,7 @@ import { showToast } from '../../app/toast.tsx';
 import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
 import { formatBytes, formatDuration, formatTime } from '../../lib/format.ts';
 import { isTypingTarget } from '../../lib/keys.ts';
+import type { SourceInstant } from '../fleet/model.ts';
 import { ForceReleaseDialog } from '../force-release/ForceReleaseDialog.tsx';
 import { escalationReason } from '../request-release/deadline.ts';
 import { ReleaseRequestNote } from '../request-release/ReleaseRequestNote.tsx';
@@ -30,6 +31,12 @@ export interface DetailPaneProps {
   freshness?: Freshness | undefined;
   /** When the rows' heartbeats were last checked (FleetData.heartbeatsAsOf): statuses are judged no later. */
   heartbeatsAsOf?: number | null | undefined;
+  /**
+   * The instant the shown fleet view judged this lease's connection at (fleet/model.ts,
+   * `FleetView.instants`): status and times are drawn at it, as the lease's row is, so the pane
+   * and the row never disagree. Absent (the view does not show the connection): the tick above.
+   */
+  at?: SourceInstant | undefined;
   onClose: () => void;
   /** Puts focus back on this lease's row in the table (after the dialog closes). */
   onReturnFocus?: (() => void) | undefined;
@@ -49,6 +56,7 @@ export function DetailPane({
   localNow,
   freshness,
   heartbeatsAsOf = null,
+  at,
   onClose,
   onReturnFocus,
 }: DetailPaneProps) {
@@ -60,8 +68,9 @@ export function DetailPane({
   const [fNote, setFNote] = useState<string | null>(null);
   const zone = useTimeMode() === 'utc' ? 'utc' : 'local';
   const stale = freshness?.stale === true;
-  const serverNow = stale && freshness?.asOf != null ? freshness.asOf : localNow + connection.clockOffsetMs;
-  const statusAt = judgedAt(serverNow, heartbeatsAsOf);
+  const serverNow =
+    at?.clock ?? (stale && freshness?.asOf != null ? freshness.asOf : localNow + connection.clockOffsetMs);
+  const statusAt = at?.judged ?? judgedAt(serverNow, heartbeatsAsOf);
   const perm = usePermissions(connection.id);
   // The server's answer decides (role, read-only); before it arrives, nothing is offered.
   const writable = perm?.forceRelease.allowed === true && !connection.readOnly && info?.readOnly === false;

@@ -459,6 +459,7 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
                 localNow={tick}
                 freshness={freshness.get(selection.connectionId)}
                 heartbeatsAsOf={fleetMap.get(selection.connectionId)?.heartbeatsAsOf ?? null}
+                at={view.instants.get(selection.connectionId)}
                 onClose={() => onSelect(null)}
                 onReturnFocus={focusRow}
               />
