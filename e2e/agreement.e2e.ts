@@ -13,7 +13,7 @@ import { LEASE_STATUSES } from '../src/console/api.ts';
 import type { LeaseBackend } from '../src/lease/types.ts';
 import {
   type ConsoleUnderTest,
-  dropNamespace,
+  closeAll,
   launchChromium,
   type Namespace,
   namespace,
@@ -103,12 +103,7 @@ describe('the fleet table and its count chips (Chromium)', () => {
     await page.getByText('No leases in this fleet yet').waitFor({ timeout: 10_000 });
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await consoleUt?.close();
-    await backend?.close();
-    if (ns !== undefined) await dropNamespace(ns);
-  });
+  afterAll(() => closeAll({ browser, consoleUt, backend, ns }));
 
   it('agree after every change the page draws while leases expire by time alone', async () => {
     for (let i = 0; i < LEASES; i++) await backend.acquire(`agree/${i}`, `worker-${i}`, ttlOf(i));

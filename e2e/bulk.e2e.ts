@@ -12,7 +12,7 @@ import { FLEET_COLUMNS } from '../src/console/export.ts';
 import type { LeaseBackend, LeaseRecord } from '../src/lease/types.ts';
 import {
   type ConsoleUnderTest,
-  dropNamespace,
+  closeAll,
   gone,
   hasText,
   launchChromium,
@@ -60,12 +60,7 @@ describe('fleet-scale actions in Chromium on postgres', () => {
     await page.goto(consoleUt.server.url);
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await consoleUt?.close();
-    await backend?.close();
-    if (ns !== undefined) await dropNamespace(ns);
-  });
+  afterAll(() => closeAll({ browser, consoleUt, backend, ns }));
 
   it('force-releases the filtered selection: typed count, Ctrl+Enter, per-row results, one batch id', async () => {
     await visible(page.getByRole('row', { name: /bulk\/000/ }), 15_000);

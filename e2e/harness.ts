@@ -60,6 +60,22 @@ export function namespace(flavour: BackendFlavour, tag: string): Namespace {
       };
 }
 
+/**
+ * Closes what an end-to-end file opened, browser first; each part may be missing (a `beforeAll`
+ * that failed half-way), and the namespace's data is removed last.
+ */
+export async function closeAll(parts: {
+  browser?: Browser | undefined;
+  consoleUt?: ConsoleUnderTest | undefined;
+  backend?: LeaseBackend | undefined;
+  ns?: Namespace | undefined;
+}): Promise<void> {
+  await parts.browser?.close();
+  await parts.consoleUt?.close();
+  await parts.backend?.close();
+  if (parts.ns !== undefined) await dropNamespace(parts.ns);
+}
+
 /** Opens (and migrates) a namespace for the simulated fleet to write through. */
 export function openNamespace(ns: Namespace): Promise<LeaseBackend> {
   return openBackend(ns.baseUrl, { ...ns.options, migrate: true });

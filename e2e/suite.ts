@@ -11,7 +11,7 @@ import type { LeaseBackend, LeaseRecord } from '../src/lease/types.ts';
 import {
   type BackendFlavour,
   type ConsoleUnderTest,
-  dropNamespace,
+  closeAll,
   enc,
   escapeRegExp,
   gone,
@@ -114,12 +114,7 @@ export function consoleSuite(flavour: BackendFlavour): void {
       await page.goto(consoleUt.server.url);
     });
 
-    afterAll(async () => {
-      await browser?.close();
-      await consoleUt?.close();
-      await backend?.close();
-      if (ns !== undefined) await dropNamespace(ns);
-    });
+    afterAll(() => closeAll({ browser, consoleUt, backend, ns }));
 
     it('loads the fleet, keeps the token out of the address bar, and shows a new lease within 1 s', async () => {
       expect(new URL(page.url()).searchParams.has('token')).toBe(false);
