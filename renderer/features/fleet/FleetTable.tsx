@@ -16,7 +16,7 @@ import {
   useState,
 } from 'react';
 import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
-import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
+import { leaseStatus } from '../../../src/console/status.ts';
 import { visible } from '../../../src/console/text.ts';
 import { Time } from '../../app/Time.tsx';
 import { EnvBadge, StatusBadge } from '../../app/ui.tsx';
@@ -40,8 +40,6 @@ export interface FleetTableProps {
   fleets: Map<string, FleetData>;
   connections: Map<string, ConnectionInfo>;
   showConnection: boolean;
-  /** The shared once-a-second tick. Rows re-render when it moves or their lease object is replaced. */
-  localNow: number;
   /** Stale connections: the backend time their rows are shown at (greyed, clock stopped). */
   frozen: Map<string, number>;
   sort: Sort;
@@ -226,16 +224,17 @@ export function FleetTable(props: FleetTableProps) {
               const workId = view.workIds[item.index] as string;
               const row = props.fleets.get(connId)?.rows.get(workId);
               const conn = props.connections.get(connId);
-              if (row === undefined || conn === undefined) return null;
+              // The view judged every connection it lists, so `at` is there for each of its rows.
+              const at = view.instants.get(connId);
+              if (row === undefined || conn === undefined || at === undefined) return null;
               return (
                 <Row
                   key={item.index - first}
                   index={item.index}
                   row={row}
                   conn={conn}
-                  at={view.instants.get(connId)}
-                  localNow={props.localNow}
-                  frozenAt={props.frozen.get(connId) ?? null}
+                  at={at}
+                  stale={props.frozen.has(connId)}
                   heartbeatsAsOf={props.fleets.get(connId)?.heartbeatsAsOf ?? null}
                   active={item.index === activeIndex}
                   selected={props.selectedKey === rowKey(connId, workId)}
@@ -259,14 +258,12 @@ interface RowProps {
   /**
    * The instant the shown view judged this row's connection at (model.ts, `FleetView.instants`):
    * status and countdowns are drawn at it, so the row agrees with the count chips and the status
-   * filter. Absent only if the view has not judged the connection yet: then the tick below.
+   * filter. A new view (every tick) brings a new one: that is what redraws the row as time passes.
    */
-  at: SourceInstant | undefined;
-  /** The shared once-a-second tick: countdowns and time-derived status when `at` is absent. */
-  localNow: number;
-  /** Set while the connection is stale: the last confirmed backend time, used instead of the clock. */
-  frozenAt: number | null;
-  /** When the connection's heartbeats were last checked: statuses are judged no later (status.ts `judgedAt`). */
+  at: SourceInstant;
+  /** The connection is stale: the row is greyed (`at` is then its last confirmed backend time). */
+  stale: boolean;
+  /** When the connection's heartbeats were last checked: the expiry cell says so (app/Time.tsx `checkedAt`). */
   heartbeatsAsOf: number | null;
   active: boolean;
   selected: boolean;
@@ -276,14 +273,14 @@ interface RowProps {
 
 const Row = memo(function Row(p: RowProps) {
   const { row, conn } = p;
-  const serverNow = p.at?.clock ?? p.frozenAt ?? p.localNow + conn.clockOffsetMs;
-  const status = leaseStatus(row, p.at?.judged ?? judgedAt(serverNow, p.heartbeatsAsOf), conn.thresholds);
+  const serverNow = p.at.clock;
+  const status = leaseStatus(row, p.at.judged, conn.thresholds);
   return (
     <tr
       id={`lease-row-${p.index}`}
       aria-rowindex={p.index + 2}
       aria-selected={p.selected}
-      className={`row-${status}${p.frozenAt !== null ? ' stale' : ''}${p.active ? ' active' : ''}${p.selected ? ' selected' : ''}`}
+      className={`row-${status}${p.stale ? ' stale' : ''}${p.active ? ' active' : ''}${p.selected ? ' selected' : ''}`}
       onClick={() => p.onClick(p.index)}
     >
       {p.columns.map((c) => (

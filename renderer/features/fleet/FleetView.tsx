@@ -439,7 +439,6 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
                 fleets={fleetMap}
                 connections={connections}
                 showConnection={scope === 'all' && fleets.length > 1}
-                localNow={tick}
                 frozen={frozen}
                 sort={sort}
                 onSort={onSort}
