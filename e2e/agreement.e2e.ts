@@ -136,13 +136,16 @@ describe('the fleet table and its count chips (Chromium)', () => {
 
   it('counts a release in the chips one view job after drawing its row, not at the next tick', async () => {
     // A release changes its row in place: the row is redrawn at once, the chips once the view's
-    // refresh has run (FleetView.tsx, `rev`), milliseconds at this size. Waiting for the next tick
-    // instead, a chip lagged its row by 0-1 000 ms: all of 4 lags under 300 ms by chance, 1 in 120.
-    const releases = 4;
+    // refresh has run (FleetView.tsx, `rev`): 3-30 ms at this size, once 212 ms with the whole e2e
+    // suite running. Waiting for the next tick instead, a chip lagged its row by 0-1 000 ms (380-974
+    // measured): all of 6 lags under 500 ms by chance, 1 in 64.
+    const releases = 6;
     const held = [];
     for (let i = 0; i < releases; i++)
       held.push(await backend.acquire(`release/${i}`, `worker-r${i}`, 60_000));
-    await page.getByRole('row', { name: /release\/3/ }).waitFor({ timeout: 5000 });
+    await page
+      .getByRole('row', { name: new RegExp(`release/${releases - 1}\\b`) })
+      .waitFor({ timeout: 5000 });
     const lags: number[] = [];
     for (const [i, record] of held.entries()) {
       await page.evaluate(`(() => {
@@ -172,7 +175,7 @@ describe('the fleet table and its count chips (Chromium)', () => {
     console.log(
       `a release counted in the chips after its row was drawn: ${lags.map((l) => l.toFixed(0)).join(', ')} ms`,
     );
-    expect(Math.max(...lags)).toBeLessThan(300);
+    expect(Math.max(...lags)).toBeLessThan(500);
     expect(pageErrors).toEqual([]);
   }, 30_000);
 });
