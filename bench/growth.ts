@@ -17,6 +17,12 @@
  *   does not grow): the ratio column is renews over baseline, median of the per-round ratios, so a flat
  *   ratio from the smallest to the largest size is flat renew cost even when the machine's
  *   load moved between sizes.
+ * - PostgreSQL also runs, in the same rounds, the raw upsert on a table grown with the leases (one
+ *   row per stored lease, as wide as the lease rows on average, fillfactor 90 like the lease
+ *   table), on the same 4 096 spread keys: `raw N/s`, and `vs raw N`, renews over it (median of
+ *   the per-round ratios). Where the first ratio falls with size and this one does not, the
+ *   cost that grew is PostgreSQL's for touching that many pages, which any one-row upsert pays,
+ *   not worklease's.
  *
  * Redis runs on a private `redis-server` (no persistence, loopback port, its own folder,
  * stopped and removed at the end) so that `used_memory` counts this bench's keys only and a
@@ -35,7 +41,7 @@ import { startRedisServer } from '../src/chaos/servers.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
 import { benchArgs, intArg } from './args.ts';
 import { dropSchema, unlinkPrefix } from './cleanup.ts';
-import { type Contender, interleave, loadText, measure } from './compare.ts';
+import { type Call, type Contender, interleave, loadText, measure, median } from './compare.ts';
 
 const file = import.meta.filename;
 const args = benchArgs(file, {
@@ -88,6 +94,12 @@ interface Target {
    * lease takes) and times that and a rebuild from scratch; returns the line to print.
    */
   indexes?(leases: number, added: number): Promise<string>;
+  /**
+   * PostgreSQL: the raw upsert on a table grown with the leases. `grow(from, to)` adds the rows of
+   * fill indices [from, to) (untimed); `call(at)` upserts the rows of fill indices `at`, call i on
+   * `at[i % at.length]`.
+   */
+  sized?: { grow(from: number, to: number): Promise<void>; call(at: readonly number[]): Call };
   close(): Promise<void>;
 }
 
@@ -157,18 +169,46 @@ async function pgTarget(): Promise<Target> {
     );
     const text = `INSERT INTO ${ns}.bench_raw (id, n, at) VALUES ($1, 1, clock_timestamp())
                ON CONFLICT (id) DO UPDATE SET n = bench_raw.n + 1, at = clock_timestamp() RETURNING *`;
+    // The raw upsert on one row per stored lease (Target.sized). Its rows get a pad that makes
+    // them as wide as the lease rows on average, measured after the first fill, so that the same
+    // number of rows shares a page in both tables.
+    await pool.query(
+      `CREATE TABLE ${ns}.bench_raw_sized (id text PRIMARY KEY, n bigint NOT NULL, at timestamptz NOT NULL,
+         pad text NOT NULL) WITH (fillfactor = 90)`,
+    );
+    const sizedText = `INSERT INTO ${ns}.bench_raw_sized (id, n, at, pad) VALUES ($1, 1, clock_timestamp(), '')
+               ON CONFLICT (id) DO UPDATE SET n = bench_raw_sized.n + 1, at = clock_timestamp() RETURNING id, n, at`;
+    let pad: number | null = null;
     const b = backend;
     return {
       url: backend.url,
       backend,
       raw: (i) => pool.query({ name: 'bench-raw-upsert', text, values: [`k${i % 64}`] }),
+      sized: {
+        grow: async (from, to) => {
+          if (pad === null) {
+            const { rows } = await pool.query(
+              `SELECT (SELECT avg(pg_column_size(l.*)) FROM ${ns}.leases l)::int AS lease,
+                      pg_column_size(ROW('g123456'::text, 1::int8, now(), ''::text)) AS raw`,
+            );
+            pad = Math.max(0, Number(rows[0]?.lease) - Number(rows[0]?.raw));
+          }
+          await pool.query(
+            `INSERT INTO ${ns}.bench_raw_sized (id, n, at, pad)
+               SELECT 'g' || g, 1, clock_timestamp(), repeat('x', $3) FROM generate_series($1::int, $2::int - 1) g`,
+            [from, to, pad],
+          );
+        },
+        call: (at) => (i) =>
+          pool.query({ name: 'bench-raw-sized', text: sizedText, values: [`g${at[i % at.length]}`] }),
+      },
       bytesPerLease: async (leases) => {
         // Every table the library created in the schema (the baseline's excluded), with its
         // indexes and TOAST.
         const { rows } = await pool.query(
           `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::int8 AS bytes
              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-            WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND c.relname <> 'bench_raw'`,
+            WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND c.relname NOT IN ('bench_raw', 'bench_raw_sized')`,
           [ns],
         );
         return Number(rows[0]?.bytes) / leases;
@@ -201,8 +241,9 @@ async function growth(kind: 'redis' | 'postgres'): Promise<void> {
     console.log(
       `\n${kind} (${t.url}): renews with N leases stored, ${OPS} renews per measurement, median of ${ROUNDS}, load average ${loadText()}`,
     );
+    const sizedHead = t.sized === undefined ? '' : `${'raw N/s'.padStart(10)}${'vs raw N'.padStart(10)}`;
     console.log(
-      `${'leases'.padStart(9)}${'fill s'.padStart(9)}${'fill/s'.padStart(9)}${'bytes/lease'.padStart(13)}${'in flight'.padStart(11)}${'renews/s'.padStart(10)}${'baseline/s'.padStart(12)}${'ratio'.padStart(8)}${'cpu us/renew'.padStart(14)}`,
+      `${'leases'.padStart(9)}${'fill s'.padStart(9)}${'fill/s'.padStart(9)}${'bytes/lease'.padStart(13)}${'in flight'.padStart(11)}${'renews/s'.padStart(10)}${'baseline/s'.padStart(12)}${'ratio'.padStart(8)}${'cpu us/renew'.padStart(14)}${sizedHead}`,
     );
     let stored = 0;
     for (const [s, size] of SIZES.entries()) {
@@ -215,20 +256,32 @@ async function growth(kind: 'redis' | 'postgres'): Promise<void> {
       stored = size;
       const indexes = (await t.indexes?.(size, size - from)) ?? null;
       const bytes = await t.bytesPerLease(size);
+      await t.sized?.grow(from, size);
       const leases = sampleAt[s]!.map((n) => kept.get(n)!);
       const renew: Contender = {
         name: 'renew',
         prepare: async () => (i) => t.backend.renew(leases[i % leases.length]!, TTL_MS),
       };
       const base: Contender = { name: 'baseline', prepare: async () => t.raw };
+      const sizedCall = t.sized?.call(sampleAt[s]!);
+      const contenders =
+        sizedCall === undefined ? [renew] : [renew, { name: 'raw N', prepare: async () => sizedCall }];
       // Untimed, after the size was read: JIT, script cache and these leases' pages warm.
       await measure(OPS, 64, await renew.prepare(OPS, 64));
       await measure(OPS, 64, t.raw);
+      if (sizedCall !== undefined) await measure(OPS, 64, sizedCall);
       for (const inFlight of IN_FLIGHT) {
-        const [b, r] = await interleave(base, [renew], { ops: OPS, inFlight, rounds: ROUNDS });
+        const [b, r, n] = await interleave(base, contenders, { ops: OPS, inFlight, rounds: ROUNDS });
         const first = inFlight === IN_FLIGHT[0];
+        // Renews over the sized raw upsert, round by round (both ratios share the round's baseline).
+        const sized =
+          n === undefined
+            ? ''
+            : `${n.rate.toFixed(0).padStart(10)}${median(r!.ratios.map((x, k) => x / n.ratios[k]!))
+                .toFixed(2)
+                .padStart(9)}x`;
         console.log(
-          `${(first ? String(size) : '').padStart(9)}${(first ? ((size - from) / fill.rate).toFixed(1) : '').padStart(9)}${(first ? fill.rate.toFixed(0) : '').padStart(9)}${(first ? bytes.toFixed(0) : '').padStart(13)}${String(inFlight).padStart(11)}${r!.rate.toFixed(0).padStart(10)}${b!.rate.toFixed(0).padStart(12)}${r!.ratio.toFixed(2).padStart(7)}x${r!.cpuUs.toFixed(1).padStart(14)}`,
+          `${(first ? String(size) : '').padStart(9)}${(first ? ((size - from) / fill.rate).toFixed(1) : '').padStart(9)}${(first ? fill.rate.toFixed(0) : '').padStart(9)}${(first ? bytes.toFixed(0) : '').padStart(13)}${String(inFlight).padStart(11)}${r!.rate.toFixed(0).padStart(10)}${b!.rate.toFixed(0).padStart(12)}${r!.ratio.toFixed(2).padStart(7)}x${r!.cpuUs.toFixed(1).padStart(14)}${sized}`,
         );
       }
       if (indexes !== null) console.log(`${''.padStart(9)}${indexes}`);
