@@ -484,6 +484,36 @@ export function createBackend(
   return backend;
 }
 
+/**
+ * Why a refused force-release or request-release was refused, when the stored token is not the one
+ * the operator saw: a lease force-released since (by another operator, or by this one a moment
+ * ago) is said as such, anything else changed hands (taken by another holder, perhaps released since).
+ */
+function tokenMoved(expectedToken: bigint, storedToken: bigint, ended: string | null): string {
+  const since = ended === 'force-released' ? 'it was force-released since' : 'it changed hands';
+  return `its fencing token is now ${storedToken}, not ${expectedToken} (${since})`;
+}
+
+/**
+ * The CONFLICT of a refused forceRelease, worded and detailed the same on every backend: the stored
+ * token is not `expectedToken`, or the lease already ended (`ended`: released, force-released).
+ */
+export function forceConflict(
+  workId: string,
+  expectedToken: bigint,
+  storedToken: bigint,
+  holderId: string,
+  ended: string | null,
+): ConflictError {
+  const why =
+    storedToken !== expectedToken
+      ? tokenMoved(expectedToken, storedToken, ended)
+      : `its lease already ended (${ended})`;
+  return new ConflictError(`force-release of work item '${workId}' refused: ${why}`, {
+    details: { workId, expectedToken, storedToken, holderId, ended },
+  });
+}
+
 /** The CONFLICT of a refused requestRelease (both SQL and Redis word it the same way). */
 export function requestConflict(
   workId: string,
@@ -494,7 +524,7 @@ export function requestConflict(
 ): ConflictError {
   const text =
     why === 'token'
-      ? `its fencing token is now ${storedToken}, not ${expectedToken} (it changed hands)`
+      ? tokenMoved(expectedToken, storedToken, null)
       : why === 'expired'
         ? 'its lease ran out (by the server clock): there is no holder to ask'
         : `its lease already ended (${why})`;

@@ -154,7 +154,13 @@ export interface LeasePage {
 }
 
 export interface ForceReleaseOptions {
-  /** The fencing token the operator saw; the call refuses with CONFLICT if the stored one differs. */
+  /**
+   * The fencing token the operator saw; the call refuses with CONFLICT if the stored one differs,
+   * and also when the lease already ended (released or force-released). The error's `details`
+   * are `{ workId, expectedToken, storedToken, holderId, ended }` on every backend (`ended` null
+   * for a lease not ended), and its message says which: a token that moved because the lease was
+   * force-released since, or changed hands, or a lease that already ended. Nothing is written.
+   */
   expectedToken: bigint;
   /** Who did it (recorded in the audit log). */
   operator: string;

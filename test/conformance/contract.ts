@@ -1037,16 +1037,83 @@ export function defineConformance(target: BackendTarget): void {
         const r2 = await b.acquire(w, 'h2', LIVE);
         const before = await info(w);
         for (const expectedToken of [r1.fencingToken, r2.fencingToken + 99n]) {
-          await expectError(
+          const err = await expectError(
             () => b.admin.forceRelease(w, { expectedToken, operator: 'op', reason: 'stale view' }),
             ConflictError,
             ErrorCode.CONFLICT,
+          );
+          // The same details and words on every backend.
+          expect(err.details).toEqual({
+            workId: w,
+            expectedToken,
+            storedToken: r2.fencingToken,
+            holderId: 'h2',
+            ended: null,
+          });
+          expect(err.message).toBe(
+            `force-release of work item '${w}' refused: its fencing token is now ${r2.fencingToken}, not ${expectedToken} (it changed hands)`,
           );
         }
         expect(await info(w)).toEqual(before);
         expect(await b.admin.audit({ workId: w })).toEqual([]);
         // The holder was not fenced.
         expect((await b.renew(r2, LIVE)).fencingToken).toBe(r2.fencingToken);
+      });
+
+      it('forceRelease of a lease that ended says how, with the stored token and holder', async () => {
+        const w = wid('conflict-ended');
+        const r1 = await b.acquire(w, 'h1', LIVE);
+        const forced = await b.admin.forceRelease(w, {
+          expectedToken: r1.fencingToken,
+          operator: 'op',
+          reason: 'stuck',
+        });
+        // A second operator who saw the lease before the first one force-released it.
+        const late = await expectError(
+          () => b.admin.forceRelease(w, { expectedToken: r1.fencingToken, operator: 'op2', reason: 'stuck' }),
+          ConflictError,
+          ErrorCode.CONFLICT,
+        );
+        expect(late.details).toEqual({
+          workId: w,
+          expectedToken: r1.fencingToken,
+          storedToken: forced.fencingToken,
+          holderId: 'h1',
+          ended: 'force-released',
+        });
+        expect(late.message).toBe(
+          `force-release of work item '${w}' refused: its fencing token is now ${forced.fencingToken}, not ${r1.fencingToken} (it was force-released since)`,
+        );
+        // The token of the force-released lease itself: it already ended.
+        const again = await expectError(
+          () => b.admin.forceRelease(w, { expectedToken: forced.fencingToken, operator: 'op2', reason: 'x' }),
+          ConflictError,
+          ErrorCode.CONFLICT,
+        );
+        expect(again.message).toBe(
+          `force-release of work item '${w}' refused: its lease already ended (force-released)`,
+        );
+        const released = wid('conflict-released');
+        const r2 = await b.acquire(released, 'h2', LIVE);
+        await b.release(r2);
+        const done = await expectError(
+          () =>
+            b.admin.forceRelease(released, { expectedToken: r2.fencingToken, operator: 'op', reason: 'x' }),
+          ConflictError,
+          ErrorCode.CONFLICT,
+        );
+        expect(done.details).toEqual({
+          workId: released,
+          expectedToken: r2.fencingToken,
+          storedToken: r2.fencingToken,
+          holderId: 'h2',
+          ended: 'released',
+        });
+        expect(done.message).toBe(
+          `force-release of work item '${released}' refused: its lease already ended (released)`,
+        );
+        // One audit entry: the first force-release.
+        expect((await b.admin.audit({ workId: w })).map((e) => e.operator)).toEqual(['op']);
       });
 
       describe('requestRelease', () => {

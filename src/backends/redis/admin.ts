@@ -2,9 +2,9 @@
  * The Redis backend's admin calls: force-release and request-release (one script each, with their
  * audit entries), the audit log, prune, paged checkpoint reads, and the server's clock and version.
  */
-import { ConflictError, InternalError, NotFoundError } from '../../lease/errors.ts';
+import { InternalError, NotFoundError } from '../../lease/errors.ts';
 import type { AuditEntry, LeaseInfo, StatePage } from '../../lease/types.ts';
-import { requestConflict } from '../common.ts';
+import { forceConflict, requestConflict } from '../common.ts';
 import { catchUp } from './indexes.ts';
 import { compareStreamIds } from './layout.ts';
 import { fieldMap, parsePacked } from './packed.ts';
@@ -38,13 +38,7 @@ export async function forceRelease(
       throw new NotFoundError(`work item '${workId}' has no lease`, { details: { workId } });
     case 'CONFLICT': {
       const ended = reply[2] === 'released' || reply[2] === 'force-released' ? String(reply[2]) : null;
-      const why =
-        String(reply[1]) !== expectedToken.toString()
-          ? `its token is now ${String(reply[1])}, not ${expectedToken}`
-          : `the lease was already ${ended}`;
-      throw new ConflictError(`cannot force-release '${workId}': ${why}`, {
-        details: { workId, expectedToken, currentToken: String(reply[1]), ended },
-      });
+      throw forceConflict(workId, expectedToken, BigInt(String(reply[1])), String(reply[3] ?? ''), ended);
     }
     default:
       throw new InternalError(`unexpected reply from the Redis force-release script: ${String(reply[0])}`);

@@ -470,8 +470,9 @@ return exp`,
  * forceRelease — KEYS: m, chg, wake, aud. ARGV: workId, expectedToken, operator, reason,
  *   batchId ('' for none; stored on the audit entry as `batch` only when given).
  * - `{'NOTFOUND'}` no lease (never acquired, or pruned).
- * - `{'CONFLICT', token, ended}` the stored token is not the one the operator saw, or the lease was
- *   already released / force-released (an expired, unreleased lease can be force-released).
+ * - `{'CONFLICT', token, ended, holder}` the stored token is not the one the operator saw, or the
+ *   lease was already released / force-released (an expired, unreleased lease can be
+ *   force-released); `ended` is '' for a lease not ended.
  * - `'<packed lease>'` the lease after the change: token bumped by the token rule ({@link nextToken}) so
  *   the old holder is fenced,
  *   expires_at = now - 1 ms, ended = force-released (the successor's handoff is not clean); one
@@ -485,7 +486,7 @@ if not m then return {'NOTFOUND'} end
 ${UNPACK}
 if not tok then return {'NOTFOUND'} end
 if tok ~= ARGV[2] or ended == 'released' or ended == 'force-released' then
-  return {'CONFLICT', tok, ended}
+  return {'CONFLICT', tok, ended, holder}
 end
 ${NOW}
 local oldTok = tok${nextToken('oldTok')}

@@ -4,7 +4,6 @@
  * result rows into contract values or errors. One statement per call.
  */
 import {
-  ConflictError,
   FencedError,
   InternalError,
   LeaseExpiredError,
@@ -23,7 +22,7 @@ import type {
   LeaseRecord,
   StatePage,
 } from '../../lease/types.ts';
-import { type DriverListOptions, type LeaseDriver, requestConflict } from '../common.ts';
+import { type DriverListOptions, forceConflict, type LeaseDriver, requestConflict } from '../common.ts';
 import type { Row, SqlClient, Statement, TextRow } from './client.ts';
 import { countStatement } from './count.ts';
 import {
@@ -282,16 +281,13 @@ export class SqlLeaseDriver implements LeaseDriver {
     }
     if (row[FORCED_INFO] === null) {
       // The LEFT JOIN found no updated row: refused.
-      const storedToken = toBigInt(row[FORCED_STORED_TOKEN], 'stored_token');
-      const holder = String(row[FORCED_STORED_HOLDER]);
-      const ended = row[FORCED_STORED_ENDED] ?? null;
-      const why =
-        storedToken !== expectedToken
-          ? `its fencing token is now ${storedToken}, not ${expectedToken} (it changed hands)`
-          : `its lease already ended (${ended})`;
-      throw new ConflictError(`force-release of work item '${workId}' refused: ${why}`, {
-        details: { workId, expectedToken, storedToken, holderId: holder, ended },
-      });
+      throw forceConflict(
+        workId,
+        expectedToken,
+        toBigInt(row[FORCED_STORED_TOKEN], 'stored_token'),
+        String(row[FORCED_STORED_HOLDER]),
+        row[FORCED_STORED_ENDED] ?? null,
+      );
     }
     return leaseInfoFromText(row, FORCED_INFO);
   }
