@@ -227,12 +227,12 @@ export function consoleSuite(flavour: BackendFlavour): void {
       await page.getByRole('button', { name: 'Fleet' }).click();
     });
 
-    it('explains a CONFLICT in plain words when the lease changed hands while the dialog was open', async () => {
+    it('explains a CONFLICT in plain words: force-released, or changed hands, while the dialog was open', async () => {
       const r = records.get('orders/conflict-1')!;
       await row('orders/conflict-1').click();
       await details().getByRole('button', { name: 'Force release' }).click();
       const dialog = page.getByRole('dialog');
-      // Someone else acts first, straight on the backend.
+      // Another operator acts first, straight on the backend.
       const moved = await backend.admin.forceRelease('orders/conflict-1', {
         expectedToken: r.fencingToken,
         operator: 'someone-else',
@@ -243,9 +243,26 @@ export function consoleSuite(flavour: BackendFlavour): void {
       await dialog.getByRole('button', { name: 'Force release' }).click();
       await hasText(
         dialog.getByRole('alert'),
-        `The lease changed hands since you opened this dialog: token ${r.fencingToken} is now ${moved.fencingToken}. Review and try again.`,
+        `The lease was force-released since you opened this dialog: token ${r.fencingToken} is now ${moved.fencingToken}. There is nothing left to release.`,
       );
       await shot('force-release-conflict');
+      await page.keyboard.press('Escape');
+      await gone(page.getByRole('dialog'));
+
+      // A new holder takes it; while the dialog is open on that lease it changes hands again.
+      const taken = await acquire('orders/conflict-1', 'worker-f');
+      await visible(row('orders/conflict-1').getByText('worker-f'));
+      await row('orders/conflict-1').click();
+      await details().getByRole('button', { name: 'Force release' }).click();
+      await backend.release(taken);
+      const again = await acquire('orders/conflict-1', 'worker-g');
+      await dialog.getByLabel('Work ID').fill('orders/conflict-1');
+      await dialog.getByLabel('Reason').fill('too late again');
+      await dialog.getByRole('button', { name: 'Force release' }).click();
+      await hasText(
+        dialog.getByRole('alert'),
+        `The lease changed hands since you opened this dialog: token ${taken.fencingToken} is now ${again.fencingToken}. Review and try again.`,
+      );
       await page.keyboard.press('Escape');
       await gone(page.getByRole('dialog'));
     });

@@ -18,19 +18,21 @@ export function applyLeaseRow(queryClient: QueryClient, connectionId: string, ro
 
 /**
  * After a CONFLICT: reads the lease again and applies it, so the page shows what changed; returns
- * its token now, or null when it is gone or could not be read (the explanation stands without it).
+ * the lease as it is now, or null when it is gone or could not be read (the explanation stands
+ * without it). The dialogs word the refusal from it: a token that moved because the lease was
+ * force-released or released since is said as such, not as a change of hands.
  */
 export async function refreshAfterConflict(
   client: ConsoleClient,
   queryClient: QueryClient,
   connectionId: string,
   workId: string,
-): Promise<string | null> {
+): Promise<LeaseRow | null> {
   try {
     const fresh = await client.call('lease.get', { connectionId, workId });
     if (fresh === null) return null;
     applyLeaseRow(queryClient, connectionId, fresh);
-    return fresh.fencingToken;
+    return fresh;
   } catch {
     return null;
   }

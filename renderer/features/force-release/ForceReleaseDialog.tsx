@@ -12,6 +12,7 @@ import { ConsoleError } from '../../api/client.ts';
 import { useServices } from '../../app/context.tsx';
 import { ModalForm } from '../../app/ModalForm.tsx';
 import { useNow } from '../../lib/clock.ts';
+import { forceReleaseConflict } from '../fleet/conflict.ts';
 import { LeaseFacts, ReasonField, RefusalNotice } from '../fleet/LeaseActionParts.tsx';
 import { applyLeaseRow, refreshAfterConflict } from '../fleet/leaseCache.ts';
 
@@ -60,10 +61,8 @@ export function ForceReleaseDialog({
     },
     onError: async (err) => {
       if (err instanceof ConsoleError && err.code === 'CONFLICT') {
-        const now = await refreshAfterConflict(client, queryClient, connection.id, row.workId);
-        setConflict(
-          `The lease changed hands since you opened this dialog: token ${row.fencingToken} is now ${now ?? 'different'}. Review and try again.`,
-        );
+        const fresh = await refreshAfterConflict(client, queryClient, connection.id, row.workId);
+        setConflict(forceReleaseConflict(row.fencingToken, fresh));
       }
     },
   });

@@ -12,6 +12,7 @@ import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
 import { ConsoleError } from '../../api/client.ts';
 import { useServices } from '../../app/context.tsx';
 import { ModalForm } from '../../app/ModalForm.tsx';
+import { requestReleaseConflict } from '../fleet/conflict.ts';
 import { LeaseFacts, ReasonField, RefusalNotice } from '../fleet/LeaseActionParts.tsx';
 import { applyLeaseRow, refreshAfterConflict } from '../fleet/leaseCache.ts';
 
@@ -26,20 +27,6 @@ export interface RequestReleaseDialogProps {
   onClose: () => void;
   /** Done: the lease as the backend returned it (it carries the request). */
   onRequested: (requested: LeaseRow) => void;
-}
-
-/** Why the backend refused, in the words of docs/request-release.md (`details.why`). */
-function conflictText(why: unknown, seen: string, now: string | null): string {
-  switch (why) {
-    case 'released':
-      return 'The lease was released meanwhile: there is no holder to ask.';
-    case 'force-released':
-      return 'The lease was force-released meanwhile: there is no holder to ask.';
-    case 'expired':
-      return 'The lease ran out by the server clock: there is no holder to ask.';
-    default:
-      return `The lease changed hands since you opened this dialog: token ${seen} is now ${now ?? 'different'}. Review and try again.`;
-  }
 }
 
 export function RequestReleaseDialog({
@@ -72,8 +59,8 @@ export function RequestReleaseDialog({
     },
     onError: async (err) => {
       if (!(err instanceof ConsoleError && err.code === 'CONFLICT')) return;
-      const now = await refreshAfterConflict(client, queryClient, connection.id, row.workId);
-      setConflict(conflictText(err.details?.why, row.fencingToken, now));
+      const fresh = await refreshAfterConflict(client, queryClient, connection.id, row.workId);
+      setConflict(requestReleaseConflict(err.details?.why, row.fencingToken, fresh));
     },
   });
 
