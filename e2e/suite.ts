@@ -245,6 +245,10 @@ export function consoleSuite(flavour: BackendFlavour): void {
         dialog.getByRole('alert'),
         `The lease was force-released since you opened this dialog: token ${r.fencingToken} is now ${moved.fencingToken}. There is nothing left to release.`,
       );
+      // The facts show the lease as read again, not as it was when the dialog opened.
+      await visible(dialog.getByText('force-released', { exact: true }));
+      await hasText(dialog, `Token now${moved.fencingToken}`);
+      await hasText(dialog, '(ended)');
       await shot('force-release-conflict');
       await page.keyboard.press('Escape');
       await gone(page.getByRole('dialog'));

@@ -8,9 +8,9 @@ import type { ConnectionInfo, LeaseRow, LeaseStatus } from '../../../src/console
 import { visible } from '../../../src/console/text.ts';
 import { ConsoleError } from '../../api/client.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
-import { Time } from '../../app/Time.tsx';
+import { Time, useTimeMode } from '../../app/Time.tsx';
 import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
-import { formatBytes } from '../../lib/format.ts';
+import { formatBytes, formatTime } from '../../lib/format.ts';
 
 export interface LeaseFactsProps {
   connection: ConnectionInfo;
@@ -33,6 +33,7 @@ export function LeaseFacts({
   withCheckpoint = false,
   tokenLabel,
 }: LeaseFactsProps) {
+  const zone = useTimeMode() === 'utc' ? 'utc' : 'local';
   return (
     <dl className="fields compact">
       <dt>Connection</dt>
@@ -70,7 +71,14 @@ export function LeaseFacts({
       )}
       <dt>Expires</dt>
       <dd>
-        <Time at={row.expiresAt} serverNow={serverNow} checkedAt={heartbeatsAsOf} expiry />
+        {/* An ended lease (the dialogs show the lease as read again after a refusal) has no countdown. */}
+        {row.ended === null ? (
+          <Time at={row.expiresAt} serverNow={serverNow} checkedAt={heartbeatsAsOf} expiry />
+        ) : (
+          <>
+            {formatTime(row.expiresAt, zone)} <span className="muted">(ended)</span>
+          </>
+        )}
       </dd>
       <dt>{tokenLabel}</dt>
       <dd className="mono">

@@ -45,6 +45,8 @@ export function ForceReleaseDialog({
   const [typed, setTyped] = useState('');
   const [reason, setReason] = useState(initialReason ?? '');
   const [conflict, setConflict] = useState<string | null>(null);
+  // After a refusal, the lease as read again: the facts below show it, not the one the dialog opened on.
+  const [fresh, setFresh] = useState<LeaseRow | null>(null);
 
   const workRef = useRef<HTMLInputElement>(null);
   const mutation = useMutation({
@@ -61,8 +63,9 @@ export function ForceReleaseDialog({
     },
     onError: async (err) => {
       if (err instanceof ConsoleError && err.code === 'CONFLICT') {
-        const fresh = await refreshAfterConflict(client, queryClient, connection.id, row.workId);
-        setConflict(forceReleaseConflict(row.fencingToken, fresh));
+        const now = await refreshAfterConflict(client, queryClient, connection.id, row.workId);
+        setFresh(now);
+        setConflict(forceReleaseConflict(row.fencingToken, now));
       }
     },
   });
@@ -70,7 +73,8 @@ export function ForceReleaseDialog({
   const ready = typed === row.workId && reason.trim() !== '' && !mutation.isPending && conflict === null;
   // What the operator decides on, by the server's clock: is the holder alive?
   const serverNow = useNow() + connection.clockOffsetMs;
-  const status = leaseStatus(row, judgedAt(serverNow, heartbeatsAsOf), connection.thresholds);
+  const shown = fresh ?? row;
+  const status = leaseStatus(shown, judgedAt(serverNow, heartbeatsAsOf), connection.thresholds);
 
   return (
     <ModalForm
@@ -87,12 +91,12 @@ export function ForceReleaseDialog({
       </p>
       <LeaseFacts
         connection={connection}
-        row={row}
+        row={shown}
         status={status}
         serverNow={serverNow}
         heartbeatsAsOf={heartbeatsAsOf}
         withCheckpoint
-        tokenLabel="Token being fenced"
+        tokenLabel={fresh === null ? 'Token being fenced' : 'Token now'}
       />
       <div className="field">
         <label htmlFor={`${titleId}-work`}>Work ID</label>

@@ -44,6 +44,8 @@ export function RequestReleaseDialog({
   const descId = useId();
   const [reason, setReason] = useState('');
   const [conflict, setConflict] = useState<string | null>(null);
+  // After a refusal, the lease as read again: the facts below show it, not the one the dialog opened on.
+  const [fresh, setFresh] = useState<LeaseRow | null>(null);
 
   const mutation = useMutation({
     mutationFn: () =>
@@ -59,13 +61,15 @@ export function RequestReleaseDialog({
     },
     onError: async (err) => {
       if (!(err instanceof ConsoleError && err.code === 'CONFLICT')) return;
-      const fresh = await refreshAfterConflict(client, queryClient, connection.id, row.workId);
-      setConflict(requestReleaseConflict(err.details?.why, row.fencingToken, fresh));
+      const now = await refreshAfterConflict(client, queryClient, connection.id, row.workId);
+      setFresh(now);
+      setConflict(requestReleaseConflict(err.details?.why, row.fencingToken, now));
     },
   });
 
   const ready = reason.trim() !== '' && !mutation.isPending && conflict === null;
-  const status = leaseStatus(row, judgedAt(serverNow, heartbeatsAsOf), connection.thresholds);
+  const shown = fresh ?? row;
+  const status = leaseStatus(shown, judgedAt(serverNow, heartbeatsAsOf), connection.thresholds);
   const submit = () => {
     if (ready) mutation.mutate();
   };
@@ -80,7 +84,7 @@ export function RequestReleaseDialog({
       </p>
       <LeaseFacts
         connection={connection}
-        row={row}
+        row={shown}
         status={status}
         serverNow={serverNow}
         heartbeatsAsOf={heartbeatsAsOf}
