@@ -486,8 +486,9 @@ export function createBackend(
 
 /**
  * Why a refused force-release or request-release was refused, when the stored token is not the one
- * the operator saw: a lease force-released since (by another operator, or by this one a moment
- * ago) is said as such, anything else changed hands (taken by another holder, perhaps released since).
+ * the operator saw. Given how the lease ended (`ended`, force-release only), a lease force-released
+ * since is said as such; anything else changed hands (taken by another holder, perhaps released
+ * since). Request-release's refusal carries no `ended` and always says the latter.
  */
 function tokenMoved(expectedToken: bigint, storedToken: bigint, ended: string | null): string {
   const since = ended === 'force-released' ? 'it was force-released since' : 'it changed hands';

@@ -8,16 +8,20 @@
  */
 import type { LeaseRow } from '../../../src/console/api.ts';
 
+/** Both dialogs' words for a lease taken by another holder since: review it before trying again. */
+function changedHands(seen: string, fresh: LeaseRow | null): string {
+  return `The lease changed hands since you opened this dialog: token ${seen} is now ${fresh?.fencingToken ?? 'different'}. Review and try again.`;
+}
+
 /** Force release: nothing is left to release after an end; after a change of hands, review. */
 export function forceReleaseConflict(seen: string, fresh: LeaseRow | null): string {
-  const now = fresh?.fencingToken ?? 'different';
   if (fresh?.ended === 'force-released') {
-    return `The lease was force-released since you opened this dialog: token ${seen} is now ${now}. There is nothing left to release.`;
+    return `The lease was force-released since you opened this dialog: token ${seen} is now ${fresh.fencingToken}. There is nothing left to release.`;
   }
   if (fresh?.ended === 'released') {
     return 'The lease was released since you opened this dialog: there is nothing left to release.';
   }
-  return `The lease changed hands since you opened this dialog: token ${seen} is now ${now}. Review and try again.`;
+  return changedHands(seen, fresh);
 }
 
 /**
@@ -35,6 +39,6 @@ export function requestReleaseConflict(why: unknown, seen: string, fresh: LeaseR
     case 'expired':
       return 'The lease ran out by the server clock: there is no holder to ask.';
     default:
-      return `The lease changed hands since you opened this dialog: token ${seen} is now ${fresh?.fencingToken ?? 'different'}. Review and try again.`;
+      return changedHands(seen, fresh);
   }
 }
