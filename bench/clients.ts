@@ -9,9 +9,10 @@
  *   as ioredis speaks), each with its own single connection and its own script helper
  *   (defineCommand / defineScript), the same script text; at 1 and 64 in flight.
  * - PostgreSQL: the prepared one-row upsert of bench/lease.ts (`INSERT … ON CONFLICT (id) DO
- *   UPDATE SET n = n + 1 … RETURNING *`, 64 rows) through `pg` (a `pg.Pool`, the baseline)
- *   and postgres.js (`postgres`, `sql.unsafe(text, params, { prepare: true })`), both with
- *   `--pool` connections; at 1 and 16 in flight.
+ *   UPDATE SET n = n + 1 … RETURNING *`, 64 rows) through `pg` (a `pg.Pool`, the baseline),
+ *   postgres.js (`postgres`, `sql.unsafe(text, params, { prepare: true })`) and the
+ *   connections that carry worklease's lease calls (src/backends/postgres/hot.ts: opened by `pg`,
+ *   then frames and replies of their own), each with `--pool` connections; at 1 and 16 in flight.
  *
  * Rounds alternate baseline, every other client (order rotated each round), baseline; each
  * ratio is the client's calls per second over the mean of the two baseline rates around it,
@@ -31,6 +32,7 @@ import { Redis } from 'ioredis';
 import { Redis as Valkey } from 'iovalkey';
 import pg from 'pg';
 import postgres from 'postgres';
+import { HotPool } from '../src/backends/postgres/hot.ts';
 import { benchArgs, intArg } from './args.ts';
 import { dropSchema, unlinkPrefix } from './cleanup.ts';
 import { type Contender, formatRow, header, interleave, isMain, loadText, measure } from './compare.ts';
@@ -131,6 +133,16 @@ export async function benchPgClients(opts: Opts & { url: string; pool: number })
   const pool = new pg.Pool({ connectionString: opts.url, max: opts.pool });
   pool.on('error', () => {});
   const sql = postgres(opts.url, { max: opts.pool, onnotice: () => {} });
+  // worklease's own lease calls connections (src/backends/postgres/hot.ts), opened by `pg`.
+  const hot = new HotPool(
+    { connectionString: opts.url },
+    opts.pool,
+    10_000,
+    opts.url,
+    () => {},
+    () => Promise.reject(new Error('unused')),
+  );
+  const hotStatement = { name: 'bench-raw-upsert', text, hot: true as const };
   try {
     await pool.query(`CREATE SCHEMA ${ns}`);
     await pool.query(
@@ -145,6 +157,10 @@ export async function benchPgClients(opts: Opts & { url: string; pool: number })
         name: 'postgres.js 3',
         prepare: async () => (i) => sql.unsafe(text, [`k${i % 64}`], { prepare: true }).execute(),
       },
+      {
+        name: 'worklease lease calls conns',
+        prepare: async () => (i) => hot.query(hotStatement, [`k${i % 64}`])!,
+      },
     ];
     // Warm up: every connection of both pools opened, the statement prepared on each.
     for (const c of clients) await measure(1000, opts.pool, await c.prepare(1000, opts.pool));
@@ -158,6 +174,7 @@ export async function benchPgClients(opts: Opts & { url: string; pool: number })
   } finally {
     await pool.end();
     await sql.end();
+    hot.close();
     await dropSchema(opts.url, ns);
   }
 }

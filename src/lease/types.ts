@@ -382,7 +382,11 @@ export interface OpenOptions extends TelemetryOptions {
   keyPrefix?: string;
   /** Largest checkpoint accepted, in bytes. Default 1 MiB (1 048 576); at most 64 MiB. */
   maxStateBytes?: number;
-  /** Connections (Postgres pool size). Default 10. */
+  /**
+   * Postgres connections, per kind: at most this many for the lease calls (acquire, renew,
+   * checkpoint, release, readCheckpoint; opened at the first one) and as many for everything else
+   * (both closed after 30 s idle). Default 10.
+   */
   poolSize?: number;
   /** How long one call may wait for the server before failing with BACKEND_UNAVAILABLE. Default 10 000 ms. */
   callTimeoutMs?: number;

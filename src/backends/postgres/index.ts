@@ -1,5 +1,6 @@
 /**
- * The PostgreSQL backend: the shared SQL driver over a `pg.Pool`.
+ * The PostgreSQL backend: the shared SQL driver over a `pg.Pool`, with the lease calls
+ * (statements marked `hot`) on connections of their own (hot.ts), opened by `pg` the same way.
  *
  * Pool discipline (as node-postgres recommends): every call checks out one
  * client, runs one statement and gives the client back; a client whose
@@ -19,6 +20,7 @@ import { openSqlDriver } from '../sql/driver.ts';
 import { classifySqlError, isConnectionError } from '../sql/errors.ts';
 import { checkSchema, migrateSchema } from '../sql/migrations.ts';
 import { quoteIdent } from '../sql/statements.ts';
+import { HotPool } from './hot.ts';
 
 /** The `application_name` of a backend's connections; lets operators (and tests) find exactly them. */
 export function applicationName(schema: string): string {
@@ -101,9 +103,27 @@ class PgClient implements SqlClient {
   /** The pool's connections that sit idle now (from its connect/acquire/release/remove events). */
   readonly #idle = new Set<pg.PoolClient>();
 
-  constructor(pool: pg.Pool, timeoutMs: number, url: string, listenConfig: pg.ClientConfig) {
+  /** The lease calls' own connections (hot.ts); every other statement goes through the pool. */
+  readonly #hot: HotPool;
+
+  constructor(
+    pool: pg.Pool,
+    timeoutMs: number,
+    url: string,
+    listenConfig: pg.ClientConfig,
+    hotConfig: pg.ClientConfig,
+    hotSize: number,
+  ) {
     this.#listenConfig = listenConfig;
     this.#pool = pool;
+    this.#hot = new HotPool(
+      hotConfig,
+      hotSize,
+      timeoutMs,
+      url,
+      (err) => this.#dropPooled(err),
+      (statement, params, onNotice) => this.#checkedOut(statement, params, false, onNotice) as Promise<Row[]>,
+    );
     this.#timeoutMs = timeoutMs;
     this.#url = url;
     this.#watch = new DeadlineWatch<InFlight>(tickFor(timeoutMs), (call) => this.#expire(call));
@@ -124,6 +144,14 @@ class PgClient implements SqlClient {
    * failed in 2 of 27 conformance runs; one fresh connection costs a few ms.
    */
   #dropIdle(cause: Error): void {
+    // Both kinds: a broken pool connection closes the idle lease calls connections, and one of
+    // those breaking closes the pool's idle ones (the HotPool's onBroken).
+    this.#hot.dropIdle();
+    this.#dropPooled(cause);
+  }
+
+  /** The pool's part of {@link #dropIdle}. */
+  #dropPooled(cause: Error): void {
     for (const c of [...this.#idle]) {
       this.#idle.delete(c);
       c.emit('error', new Error(`dropped: another connection to the same server broke (${cause.message})`));
@@ -168,6 +196,10 @@ class PgClient implements SqlClient {
     params: readonly unknown[],
     onNotice?: (notice: SqlNotice) => void,
   ): Promise<Row[]> {
+    if (statement.hot === true) {
+      const sent = this.#hot.query(statement, params, onNotice);
+      if (sent !== null) return sent;
+    }
     return this.#checkedOut(statement, params, false, onNotice) as Promise<Row[]>;
   }
 
@@ -277,6 +309,7 @@ class PgClient implements SqlClient {
   }
 
   async close(): Promise<void> {
+    this.#hot.close();
     await this.#pool.end();
   }
 }
@@ -298,9 +331,8 @@ export async function openPostgres(url: string, options: OpenOptions = {}): Prom
     connectionTimeoutMillis: o.callTimeoutMs,
     keepAlive: true,
   };
-  const pool = new pg.Pool({
+  const sessionConfig = {
     ...connection,
-    max: o.poolSize,
     // The server cancels a statement that runs past the call timeout, so a
     // call abandoned by the client does not keep holding row locks.
     statement_timeout: o.callTimeoutMs,
@@ -309,8 +341,8 @@ export async function openPostgres(url: string, options: OpenOptions = {}): Prom
     // statements (custom plans), which measured at about half the throughput
     // (64 calls in flight: renew at 0.48x a raw upsert with custom plans, 0.92x generic).
     options: `-c plan_cache_mode=force_generic_plan${sync}`,
-    idleTimeoutMillis: 30_000,
-  });
+  };
+  const pool = new pg.Pool({ ...sessionConfig, max: o.poolSize, idleTimeoutMillis: 30_000 });
   // Idle connections that die (server restart, pg_terminate_backend) are
   // removed by the pool; the next call gets a fresh one. Without a listener
   // the error would crash the process.
@@ -319,7 +351,7 @@ export async function openPostgres(url: string, options: OpenOptions = {}): Prom
   pool.on('connect', (client) => {
     client.on('error', () => {});
   });
-  const client = new PgClient(pool, o.callTimeoutMs, redacted, connection);
+  const client = new PgClient(pool, o.callTimeoutMs, redacted, connection, sessionConfig, o.poolSize);
   let driver: LeaseDriver;
   try {
     if (o.migrate) await migrateSchema(client, o.schema, redacted);

@@ -19,6 +19,11 @@ export interface Statement {
   /** Name of a server-side prepared statement, unique per statement text within one backend. */
   readonly name?: string;
   readonly text: string;
+  /**
+   * A holder's lease call (acquire, checkpoint, renew, release, readCheckpoint; always named): a
+   * client may send it on connections of its own (postgres/hot.ts).
+   */
+  readonly hot?: true;
 }
 
 /** A NOTICE the server sent while a statement ran (`pg` and PGlite both parse SQLSTATE and DETAIL). */

@@ -125,8 +125,8 @@
  * of a trigger whose WHEN ran on every write that sets last_op (acquire's takeover included):
  * acquire + release cycles at 16 in flight 1.066x with the NOTIFY in the RETURNING against the
  * trigger (11 alternating rounds of 2 000 through two backends, old and new code, load 1.2-2.7).
- * They run as named prepared statements on
- * `pg`. Measured before migration 6 with `pgbench -M prepared -r` (per-statement
+ * They run as named prepared statements (on PostgreSQL on the lease calls' own connections,
+ * postgres/hot.ts: the statements marked `hot`). Measured before migration 6 with `pgbench -M prepared -r` (per-statement
  * latency, both statements in one script so the shared machine's noise hits both
  * alike), PostgreSQL 15, 200 rows:
  *   1 client:  raw upsert 0.400 ms, renew 0.504 ms, same renew as a plain UPDATE
@@ -261,11 +261,11 @@ export interface StatementOptions {
 }
 
 export interface Statements {
-  acquire: { name: string; text: string };
-  checkpoint: { name: string; text: string };
-  renew: { name: string; text: string };
-  release: { name: string; text: string };
-  readCheckpoint: { name: string; text: string };
+  acquire: { name: string; text: string; hot: true };
+  checkpoint: { name: string; text: string; hot: true };
+  renew: { name: string; text: string; hot: true };
+  release: { name: string; text: string; hot: true };
+  readCheckpoint: { name: string; text: string; hot: true };
   notifyEnd: { text: string };
   get: { name: string; text: string };
   readState: { text: string };
@@ -354,6 +354,7 @@ export function buildStatements(schemaName: string, options: StatementOptions): 
     // $1 work_id, $2 holder_id, $3 ttl_ms, $4 step_id
     acquire: {
       name: 'wl_acquire',
+      hot: true,
       text: `
 INSERT INTO ${L} AS l (work_id, holder_id, token, expires_at, ttl_ms, step_id, acquired_at,
     clean_handoff, predecessor_end, last_op, version, change_xid)
@@ -390,6 +391,7 @@ RETURNING l.token, l.expires_at`,
     // and 0.669x / 0.704x at 16 against 0.652x / 0.658x.
     checkpoint: {
       name: 'wl_checkpoint',
+      hot: true,
       text: `
 WITH upd AS (
   UPDATE ${L} l SET
@@ -410,6 +412,7 @@ RETURNING (SELECT upd.expires_at FROM upd), (SELECT upd.rq FROM upd)`,
     // $1 work_id, $2 token, $3 ttl_ms
     renew: {
       name: 'wl_renew',
+      hot: true,
       text: `
 UPDATE ${L} l SET
   renewed_at = ${NOW},
@@ -423,6 +426,7 @@ RETURNING l.expires_at, ${request}`,
     // $1 work_id, $2 token
     release: {
       name: 'wl_release',
+      hot: true,
       text: `
 UPDATE ${L} l SET
   ${ends(NOW, 'released', 'releases')}
@@ -433,6 +437,7 @@ RETURNING l.expires_at, ${notifyEnded('l')}`,
     // $1 work_id, $2 token
     readCheckpoint: {
       name: 'wl_read_checkpoint',
+      hot: true,
       text: `
 SELECT l.token, l.expires_at, l.last_op, l.clean_handoff, st.state
 FROM ${L} l LEFT JOIN ${S} st ON st.work_id = l.work_id AND l.token = $2
