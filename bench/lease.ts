@@ -46,7 +46,8 @@
  * Comparisons with other tools (bench/comparisons.ts), by `--backends` name: `redlock`,
  * worklease acquire+release cycles against node-redlock on the same Redis (target at least
  * 1.2x); `redis-clients`, the Redis baseline through ioredis, iovalkey and @redis/client;
- * `pg-clients`, the Postgres baseline through pg and postgres.js (with client CPU per call);
+ * `pg-clients`, the Postgres baseline through pg, postgres.js and the lease calls' own
+ * connections (postgres/hot.ts), with client CPU per call;
  * `overhead` (not run by default), what the library adds at 1 in flight to its own statement or
  * script sent straight through the client library (`npm run bench:overhead`).
  *

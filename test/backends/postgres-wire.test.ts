@@ -118,7 +118,7 @@ describe('frames and replies (no I/O)', () => {
     });
   });
 
-  it('a pool refuses a parameter it cannot encode without I/O: the caller sends it through pg', () => {
+  it('a pool refuses a parameter it cannot encode, or a statement without a name, without I/O: the caller sends it through pg', () => {
     const pool = new HotPool(
       { connectionString: 'postgres://nobody@127.0.0.1:1/none' },
       1,
@@ -128,6 +128,7 @@ describe('frames and replies (no I/O)', () => {
       () => Promise.reject(new Error('not called')),
     );
     expect(pool.query({ name: 'x', text: 'SELECT $1', hot: true }, [new Date()])).toBeNull();
+    expect(pool.query({ text: 'SELECT 1', hot: true }, [])).toBeNull();
     expect(pool.open).toBe(0);
     pool.close();
   });

@@ -403,15 +403,16 @@ export class HotPool {
   }
 
   /**
-   * Runs a named statement on one of these connections; null when a parameter is of a kind only
-   * `pg` encodes (the caller sends it through `pg`).
+   * Runs a named statement on one of these connections; null (the caller sends it through `pg`)
+   * for a statement without a name, a parameter of a kind only `pg` encodes, or a `pg` that did not
+   * hand over its socket.
    */
   query(
     statement: Statement,
     params: readonly unknown[],
     onNotice?: (n: SqlNotice) => void,
   ): Promise<Row[]> | null {
-    if (this.disabled) return null;
+    if (this.disabled || statement.name === undefined) return null;
     const encoded = encodeParams(params);
     if (encoded === null) return null;
     return new Promise<Row[]>((resolve, reject) => {
