@@ -23,7 +23,7 @@
  * can hide. Keys and the table live under a random `bench_…` prefix /
  * schema, removed at the end.
  *
- * Usage: npm run bench:clients -- [--backends redis,postgres] [--rounds 3] [--ops 2000]
+ * Usage: npm run bench:clients -- [--backends redis,postgres] [--rounds 3] [--ops 10000]
  *        [--redis <url>] [--pg <url>] [--pool 16]
  */
 import { randomBytes } from 'node:crypto';
@@ -184,7 +184,7 @@ if (isMain(import.meta.filename)) {
   const args = benchArgs(file, {
     backends: { type: 'string', default: 'redis,postgres' },
     rounds: { type: 'string', default: '3' },
-    ops: { type: 'string', default: '2000' },
+    ops: { type: 'string', default: '10000' },
     redis: { type: 'string', default: process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' },
     pg: {
       type: 'string',

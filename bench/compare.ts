@@ -1,9 +1,9 @@
 /**
  * Side-by-side measurement for the comparison benches (redlock.ts, clients.ts, growth.ts): a
  * baseline and one or more contenders run the same number of calls at the same number in
- * flight, in interleaved rounds (base, contender…, base), and each contender's ratio is its
- * rate over the mean of the two baseline rates around it; at 1 in flight they take turns call
- * by call ({@link alternate}). Rates, ratios and client CPU per
+ * flight, taking turns within each round: at 1 in flight call by call ({@link alternate}), above
+ * in slices of a few hundred calls ({@link sliced}); each contender's ratio is its rate over the
+ * baseline's in the same round. Rates, ratios and client CPU per
  * call are the medians over the rounds, each taken on its own: when the machine's load moves
  * between rounds, the median ratio (which compares neighbours) is the figure to read, and it
  * can differ from the ratio of the two median rates. Nothing here does I/O of its own.
@@ -20,22 +20,63 @@ export interface Measurement {
   cpuUs: number;
 }
 
-/** Runs `ops` calls with `inFlight` outstanding at a time (each slot awaits its own call before the next). */
-export async function measure(ops: number, inFlight: number, fn: Call): Promise<Measurement> {
-  let next = 0;
-  const cpu0 = process.cpuUsage();
-  const start = process.hrtime.bigint();
+/** Runs calls `from` to `to` - 1 with `inFlight` outstanding at a time (each slot awaits its own call before the next). */
+async function run(from: number, to: number, inFlight: number, fn: Call): Promise<void> {
+  let next = from;
   await Promise.all(
-    Array.from({ length: inFlight }, async (_, worker) => {
-      while (next < ops) {
+    Array.from({ length: Math.min(inFlight, to - from) }, async (_, worker) => {
+      while (next < to) {
         const i = next++;
         await fn(i, worker);
       }
     }),
   );
+}
+
+/** Runs `ops` calls with `inFlight` outstanding at a time (each slot awaits its own call before the next). */
+export async function measure(ops: number, inFlight: number, fn: Call): Promise<Measurement> {
+  const cpu0 = process.cpuUsage();
+  const start = process.hrtime.bigint();
+  await run(0, ops, inFlight, fn);
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
   const cpu = process.cpuUsage(cpu0);
   return { rate: ops / seconds, cpuUs: (cpu.user + cpu.system) / ops };
+}
+
+/** Calls per slice in {@link sliced}. */
+export const SLICE = 500;
+
+/**
+ * The measurement above 1 in flight: `ops` calls of each of `fns`, in slices of `slice` calls
+ * (`inFlight` outstanding within a slice) that take turns, in order and then in reverse order
+ * (fns[0], fns[1], fns[1], fns[0], fns[0], …), each side's rate its calls over the time of its own
+ * slices. Whole measurements one after the other (base, call, base) met different load when the
+ * machine's load moved in between; slices of a few milliseconds each meet the same. Each slice
+ * starts with `inFlight` calls at once and ends waiting for its last ones, a share of its time
+ * that is `inFlight / slice` of a round trip per call whatever the side's speed, so it weighs
+ * on every side alike. CPU per call is read around each slice.
+ */
+export async function sliced(
+  ops: number,
+  inFlight: number,
+  fns: readonly Call[],
+  slice = SLICE,
+): Promise<Measurement[]> {
+  const ns = fns.map(() => 0n);
+  const cpu = fns.map(() => 0);
+  for (let from = 0, s = 0; from < ops; from += slice, s++) {
+    const to = Math.min(ops, from + slice);
+    for (let j = 0; j < fns.length; j++) {
+      const k = s % 2 === 0 ? j : fns.length - 1 - j;
+      const c0 = process.cpuUsage();
+      const t0 = process.hrtime.bigint();
+      await run(from, to, inFlight, fns[k]!);
+      ns[k]! += process.hrtime.bigint() - t0;
+      const c = process.cpuUsage(c0);
+      cpu[k]! += c.user + c.system;
+    }
+  }
+  return fns.map((_, k) => ({ rate: (ops * 1e9) / Number(ns[k]!), cpuUs: cpu[k]! / ops }));
 }
 
 /**
@@ -90,10 +131,9 @@ export interface Row {
 }
 
 /**
- * `rounds` rounds of: base, every contender (their order rotated each round so that none always
- * runs right after the baseline), base. At 1 in flight a round is one {@link alternate} run of the
- * baseline and the contenders instead, call by call. Returns the baseline's row, then one row per
- * contender.
+ * `rounds` rounds, each preparing every side anew and running them in turns: call by call at 1 in
+ * flight ({@link alternate}), in slices above ({@link sliced}). Returns the baseline's row, then
+ * one row per contender.
  */
 export async function interleave(
   base: Contender,
@@ -104,29 +144,13 @@ export async function interleave(
   const bases: Measurement[] = [];
   const runs = contenders.map(() => ({ m: [] as Measurement[], ratios: [] as number[] }));
   for (let r = 0; r < rounds; r++) {
-    if (inFlight === 1) {
-      const fns = [await base.prepare(ops, 1)];
-      for (const c of contenders) fns.push(await c.prepare(ops, 1));
-      const [b, ...got] = await alternate(ops, fns);
-      bases.push(b!);
-      got.forEach((m, c) => {
-        runs[c]!.m.push(m);
-        runs[c]!.ratios.push(m.rate / b!.rate);
-      });
-      continue;
-    }
-    const before = await measure(ops, inFlight, await base.prepare(ops, inFlight));
-    const got: Measurement[] = new Array(contenders.length);
-    for (let k = 0; k < contenders.length; k++) {
-      const c = (k + r) % contenders.length;
-      got[c] = await measure(ops, inFlight, await contenders[c]!.prepare(ops, inFlight));
-    }
-    const after = await measure(ops, inFlight, await base.prepare(ops, inFlight));
-    const baseRate = (before.rate + after.rate) / 2;
-    bases.push({ rate: baseRate, cpuUs: (before.cpuUs + after.cpuUs) / 2 });
+    const fns = [await base.prepare(ops, inFlight)];
+    for (const c of contenders) fns.push(await c.prepare(ops, inFlight));
+    const [b, ...got] = inFlight === 1 ? await alternate(ops, fns) : await sliced(ops, inFlight, fns);
+    bases.push(b!);
     got.forEach((m, c) => {
       runs[c]!.m.push(m);
-      runs[c]!.ratios.push(m.rate / baseRate);
+      runs[c]!.ratios.push(m.rate / b!.rate);
     });
   }
   const row = (name: string, ms: Measurement[], ratios: number[]): Row => ({

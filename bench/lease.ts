@@ -3,15 +3,19 @@
  * client library's raw one-round-trip baseline, measured in the same run.
  *
  * These machines are shared and noisy, so absolute numbers mean little: every
- * figure is printed beside a baseline measured right before and after it, and
- * the ratio (call / baseline) is what to read. Each cell is the median of
- * `--rounds` alternating baseline/call measurements (base, call, base), followed
- * by the lowest and highest of those rounds' ratios. At 1 in
- * flight the baseline and the call take turns call by call instead (base, call,
- * base, call, …, each call timed on its own): there a lone round trip's time moves
- * with how the OS schedules client and server (the same raw script ran at 7.4k/s
- * and at 19k/s in two cells of one run), and calls that take
- * turns meet the same conditions.
+ * figure is printed beside a baseline measured in turns with it, and the ratio
+ * (call / baseline) is what to read. Each cell is the median of `--rounds`
+ * rounds' ratios, followed by the lowest and highest of them. In a round the
+ * baseline and the call take turns: at 1 in flight call by call (base, call,
+ * base, call, …, each call timed on its own), since a lone round trip's time
+ * moves with how the OS schedules client and server (the same raw script ran at
+ * 7.4k/s and at 19k/s in two cells of one run); at more in flight in slices of
+ * 500 calls (base, call, call, base, base, …; bench/compare.ts, sliced), since
+ * whole measurements one after the other (base, call, base) met different load:
+ * Redis checkpoint 1 KiB at 64 in flight, 7 rounds in one run, ranged 0.47–0.88x
+ * measured whole at 2000 calls and 0.79–0.96x in slices at 10 000 (medians
+ * 0.82 both). `--ops` is the calls per side and round at more than 1 in flight,
+ * a quarter of it at 1.
  *
  * Baselines (the cheapest honest single round trip that reads and writes one row):
  * - Postgres: `INSERT … ON CONFLICT (id) DO UPDATE SET n = n + 1 RETURNING *`
@@ -52,7 +56,7 @@
  * script sent straight through the client library (`npm run bench:overhead`).
  *
  * Usage: npm run bench -- [--backends postgres,redis,redis-wait,redlock,redis-clients,pg-clients]
- *        [--calls acquire,renew,checkpoint,release,readCheckpoint] [--rounds 3] [--ops 2000]
+ *        [--calls acquire,renew,checkpoint,release,readCheckpoint] [--rounds 3] [--ops 10000]
  *        [--pg <url>] [--redis <url>] [--pool 16] [--telemetry-only]
  */
 
@@ -68,7 +72,7 @@ import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.t
 import { Telemetry } from '../src/lease/telemetry.ts';
 import { benchArgs, intArg, listArg } from './args.ts';
 import { type Baseline, pgBaseline, redisBaseline } from './baselines.ts';
-import { alternate, type Call, spread } from './compare.ts';
+import { alternate, type Call, sliced, spread } from './compare.ts';
 import { COMPARISONS, runComparison } from './comparisons.ts';
 import { scriptTimes } from './server-time.ts';
 
@@ -76,7 +80,7 @@ const args = benchArgs(import.meta.filename, {
   backends: { type: 'string', default: 'postgres,redis,redis-wait,redlock,redis-clients,pg-clients' },
   calls: { type: 'string', default: 'acquire,renew,checkpoint,release,readCheckpoint' },
   rounds: { type: 'string', default: '3' },
-  ops: { type: 'string', default: '2000' },
+  ops: { type: 'string', default: '10000' },
   pg: {
     type: 'string',
     default: process.env.WORKLEASE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
@@ -197,7 +201,7 @@ interface Compared {
 
 /**
  * `ROUNDS` measurements of `call` against the baseline `base`, at `inFlight`: call by call in turns
- * at 1 in flight ({@link alternate}), else base, call, base (the base's rate the mean of the two).
+ * at 1 in flight ({@link alternate}), else in slices ({@link sliced}).
  * Each round prepares its own leases.
  */
 async function compareCall(
@@ -211,18 +215,10 @@ async function compareCall(
   const out: Compared = { calls: [], bases: [], ratios: [] };
   for (let r = 0; r < ROUNDS; r++) {
     const fn = await prepare(backend, call, tag(), ops, inFlight);
-    let b: number;
-    let measured: number;
-    if (inFlight === 1) {
-      const [x, m] = await alternate(ops, [base, fn]);
-      b = x!.rate;
-      measured = m!.rate;
-    } else {
-      const before = await rate(ops, inFlight, base);
-      measured = await rate(ops, inFlight, fn);
-      const after = await rate(ops, inFlight, base);
-      b = (before + after) / 2;
-    }
+    const [x, m] =
+      inFlight === 1 ? await alternate(ops, [base, fn]) : await sliced(ops, inFlight, [base, fn]);
+    const b = x!.rate;
+    const measured = m!.rate;
     out.calls.push(measured);
     out.bases.push(b);
     out.ratios.push(measured / b);
@@ -545,14 +541,13 @@ async function benchDurability(): Promise<void> {
         const with_: number[] = [];
         const without: number[] = [];
         for (let r = 0; r < ROUNDS; r++) {
-          const before = await rate(ops, inFlight, await prepare(plain, call, `p${tagNo++}`, ops, inFlight));
-          const measured = await rate(
-            ops,
-            inFlight,
+          const sides = [
+            await prepare(plain, call, `p${tagNo++}`, ops, inFlight),
             await prepare(durable, call, `d${tagNo++}`, ops, inFlight),
-          );
-          const after = await rate(ops, inFlight, await prepare(plain, call, `p${tagNo++}`, ops, inFlight));
-          const base = (before + after) / 2;
+          ];
+          const [b0, m0] = inFlight === 1 ? await alternate(ops, sides) : await sliced(ops, inFlight, sides);
+          const base = b0!.rate;
+          const measured = m0!.rate;
           with_.push(measured);
           without.push(base);
           ratios.push(measured / base);
@@ -617,11 +612,9 @@ async function benchTelemetry(kind: 'postgres' | 'redis'): Promise<void> {
             x = m0!.rate;
             y = m1!.rate;
           } else {
-            // Alternate the order so that neither side always runs on a warmer server.
-            const first = r % 2 === 0;
-            const x1 = first ? await rate(ops, inFlight, a) : 0;
-            y = await rate(ops, inFlight, b);
-            x = first ? x1 : await rate(ops, inFlight, a);
+            const [m0, m1] = await sliced(ops, inFlight, [a, b]);
+            x = m0!.rate;
+            y = m1!.rate;
           }
           plains.push(x);
           meters.push(y);

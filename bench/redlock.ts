@@ -17,7 +17,7 @@
  * splits a cycle at 1 in flight into the server's time and the rest ({@link printSplit}). Keys live
  * under a random `bench_…` prefix, removed at the end.
  *
- * Usage: npm run bench:redlock -- [--redis <url>] [--rounds 3] [--ops 2000]
+ * Usage: npm run bench:redlock -- [--redis <url>] [--rounds 3] [--ops 10000]
  */
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
@@ -136,7 +136,7 @@ if (isMain(import.meta.filename)) {
   const args = benchArgs(import.meta.filename, {
     redis: { type: 'string', default: process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379' },
     rounds: { type: 'string', default: '3' },
-    ops: { type: 'string', default: '2000' },
+    ops: { type: 'string', default: '10000' },
   });
   await benchRedlock({
     url: args.redis,
