@@ -33,17 +33,22 @@ describe('alternate', () => {
   });
 });
 
+/** A contender whose preparations are recorded in `prepared` ("name:ops:inFlight") and calls in `log`. */
+const recording =
+  (log: string[], prepared: string[]) =>
+  (name: string): Contender => ({
+    name,
+    prepare: async (ops, inFlight) => {
+      prepared.push(`${name}:${ops}:${inFlight}`);
+      return side(name, log);
+    },
+  });
+
 describe('interleave', () => {
   it('at 1 in flight prepares each side once per round and alternates their calls', async () => {
     const log: string[] = [];
     const prepared: string[] = [];
-    const contender = (name: string): Contender => ({
-      name,
-      prepare: async (ops, inFlight) => {
-        prepared.push(`${name}:${ops}:${inFlight}`);
-        return side(name, log);
-      },
-    });
+    const contender = recording(log, prepared);
     const rows = await interleave(contender('base'), [contender('x')], { ops: 2, inFlight: 1, rounds: 2 });
     expect(prepared).toEqual(['base:2:1', 'x:2:1', 'base:2:1', 'x:2:1']);
     expect(log).toEqual(['base', 'x', 'base', 'x', 'base', 'x', 'base', 'x']);
@@ -60,13 +65,7 @@ describe('interleave', () => {
   it('at more in flight prepares each side once per round and runs them in slices, taking turns', async () => {
     const log: string[] = [];
     const prepared: string[] = [];
-    const contender = (name: string): Contender => ({
-      name,
-      prepare: async (ops, inFlight) => {
-        prepared.push(`${name}:${ops}:${inFlight}`);
-        return side(name, log);
-      },
-    });
+    const contender = recording(log, prepared);
     const rows = await interleave(contender('base'), [contender('x')], { ops: 1200, inFlight: 2, rounds: 1 });
     expect(prepared).toEqual(['base:1200:2', 'x:1200:2']);
     // Slices of SLICE (500) calls: base, x, then x, base, then base, x (the last slice 200 calls).
