@@ -103,6 +103,10 @@ export async function alternate(ops: number, fns: readonly Call[]): Promise<Meas
   return fns.map((_, k) => ({ rate: (ops * 1e9) / Number(ns[k]!), cpuUs: cpu[k]! / ops }));
 }
 
+/** The sides of one round in turns: call by call at 1 in flight ({@link alternate}), else in slices ({@link sliced}). */
+export const inTurns = (ops: number, inFlight: number, fns: readonly Call[]): Promise<Measurement[]> =>
+  inFlight === 1 ? alternate(ops, fns) : sliced(ops, inFlight, fns);
+
 export const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)] ?? Number.NaN;
@@ -131,9 +135,8 @@ export interface Row {
 }
 
 /**
- * `rounds` rounds, each preparing every side anew and running them in turns: call by call at 1 in
- * flight ({@link alternate}), in slices above ({@link sliced}). Returns the baseline's row, then
- * one row per contender.
+ * `rounds` rounds, each preparing every side anew and running them {@link inTurns}. Returns the
+ * baseline's row, then one row per contender.
  */
 export async function interleave(
   base: Contender,
@@ -146,7 +149,7 @@ export async function interleave(
   for (let r = 0; r < rounds; r++) {
     const fns = [await base.prepare(ops, inFlight)];
     for (const c of contenders) fns.push(await c.prepare(ops, inFlight));
-    const [b, ...got] = inFlight === 1 ? await alternate(ops, fns) : await sliced(ops, inFlight, fns);
+    const [b, ...got] = await inTurns(ops, inFlight, fns);
     bases.push(b!);
     got.forEach((m, c) => {
       runs[c]!.m.push(m);

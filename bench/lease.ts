@@ -72,7 +72,7 @@ import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.t
 import { Telemetry } from '../src/lease/telemetry.ts';
 import { benchArgs, intArg, listArg } from './args.ts';
 import { type Baseline, pgBaseline, redisBaseline } from './baselines.ts';
-import { alternate, type Call, sliced, spread } from './compare.ts';
+import { type Call, inTurns, spread } from './compare.ts';
 import { COMPARISONS, runComparison } from './comparisons.ts';
 import { scriptTimes } from './server-time.ts';
 
@@ -201,7 +201,7 @@ interface Compared {
 
 /**
  * `ROUNDS` measurements of `call` against the baseline `base`, at `inFlight`: call by call in turns
- * at 1 in flight ({@link alternate}), else in slices ({@link sliced}).
+ * at 1 in flight, else in slices ({@link inTurns}).
  * Each round prepares its own leases.
  */
 async function compareCall(
@@ -215,8 +215,7 @@ async function compareCall(
   const out: Compared = { calls: [], bases: [], ratios: [] };
   for (let r = 0; r < ROUNDS; r++) {
     const fn = await prepare(backend, call, tag(), ops, inFlight);
-    const [x, m] =
-      inFlight === 1 ? await alternate(ops, [base, fn]) : await sliced(ops, inFlight, [base, fn]);
+    const [x, m] = await inTurns(ops, inFlight, [base, fn]);
     const b = x!.rate;
     const measured = m!.rate;
     out.calls.push(measured);
@@ -545,7 +544,7 @@ async function benchDurability(): Promise<void> {
             await prepare(plain, call, `p${tagNo++}`, ops, inFlight),
             await prepare(durable, call, `d${tagNo++}`, ops, inFlight),
           ];
-          const [b0, m0] = inFlight === 1 ? await alternate(ops, sides) : await sliced(ops, inFlight, sides);
+          const [b0, m0] = await inTurns(ops, inFlight, sides);
           const base = b0!.rate;
           const measured = m0!.rate;
           with_.push(measured);
@@ -601,21 +600,13 @@ async function benchTelemetry(kind: 'postgres' | 'redis'): Promise<void> {
         for (let r = 0; r < ROUNDS; r++) {
           const a = await prepare(plain, call, `t${tagNo++}`, ops, inFlight);
           const b = await prepare(metered, call, `t${tagNo++}`, ops, inFlight);
-          let x: number;
-          let y: number;
-          if (inFlight === 1) {
-            // Call by call in turns, as the main table: a lone call's time moves with how the OS
-            // schedules client and server, and two runs one after the other can meet different
-            // regimes: run one after the other, checkpoint printed 0.68x in one run whose
-            // measurement of the meter alone (below) was +1.15 us per call.
-            const [m0, m1] = await alternate(ops, [a, b]);
-            x = m0!.rate;
-            y = m1!.rate;
-          } else {
-            const [m0, m1] = await sliced(ops, inFlight, [a, b]);
-            x = m0!.rate;
-            y = m1!.rate;
-          }
+          // In turns, as the main table: a lone call's time moves with how the OS schedules client
+          // and server, and two runs one after the other can meet different regimes: run one after
+          // the other at 1 in flight, checkpoint printed 0.68x in one run whose measurement of the
+          // meter alone (below) was +1.15 us per call.
+          const [m0, m1] = await inTurns(ops, inFlight, [a, b]);
+          const x = m0!.rate;
+          const y = m1!.rate;
           plains.push(x);
           meters.push(y);
           ratios.push(y / x);
