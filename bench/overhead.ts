@@ -87,14 +87,12 @@ async function redisSide(url: string, ns: string): Promise<Side> {
       const b = layout.bucketOf(workId);
       return redis.evalsha(
         S.acquire.sha,
-        3,
+        S.acquire.numberOfKeys,
         layout.m[b]!,
         layout.chg[b]!,
-        layout.wake[b]!,
         workId,
         'bench',
         String(TTL_MS),
-        '',
         datasets[b]!,
       );
     },

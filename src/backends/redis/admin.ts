@@ -24,11 +24,11 @@ export async function forceRelease(
     'forceRelease',
     S.forceRelease,
     b,
-    [L.m[b]!, L.chg[b]!, L.wake[b]!, L.aud[b]!],
+    [L.m[b]!, L.chg[b]!, L.aud[b]!],
     [workId, expectedToken.toString(), operator, reason, batchId ?? ''],
   );
   if (typeof reply === 'string') {
-    await io.confirm('forceRelease', b);
+    if (io.durable) await io.confirm('forceRelease', b);
     const info = parsePacked(workId, reply);
     if (info === null) throw new InternalError(`force-release of '${workId}' returned no lease`);
     return info;
@@ -58,7 +58,7 @@ export async function requestRelease(
     'requestRelease',
     S.requestRelease,
     b,
-    [L.m[b]!, L.chg[b]!, L.wake[b]!, L.aud[b]!],
+    [L.m[b]!, L.chg[b]!, L.aud[b]!],
     [workId, expectedToken.toString(), operator, reason, JSON.stringify(reason)],
   );
   if (typeof reply === 'string') {
@@ -140,7 +140,7 @@ export async function prune(io: Sender, olderThanMs: number, limit: number): Pro
       'prune',
       S.prune,
       b,
-      [L.exp[b]!, L.ids[b]!, L.chg[b]!, L.wake[b]!, L.m[b]!],
+      [L.exp[b]!, L.ids[b]!, L.chg[b]!, L.m[b]!],
       [olderThanMs, limit - total, L.statePrefixes[b]!],
     );
     total += Number(n);

@@ -149,7 +149,8 @@ export class ChangeWatch {
     const sub = createSubscriber(this.io.target, this.io.options);
     sub.on('error', () => {});
     sub.on('smessage', () => this.wakeAll());
-    const channels = this.io.layout.wake;
+    // Each bucket's writes publish on the shard channel named as its stream key (scripts.ts, emit).
+    const channels = this.io.layout.chg;
     if (this.io.kind === 'redis') {
       // Subscribing again on every connection (autoResubscribe is off) keeps one code path.
       sub.on('ready', () => {

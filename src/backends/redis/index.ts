@@ -137,11 +137,11 @@ class RedisDriver implements LeaseDriver {
       'acquire',
       S.acquire,
       b,
-      [L.m[b]!, L.chg[b]!, L.wake[b]!],
-      [workId, holderId, String(ttlMs), stepId ?? ''],
+      [L.m[b]!, L.chg[b]!],
+      stepId === null ? [workId, holderId, String(ttlMs)] : [workId, holderId, String(ttlMs), stepId],
     );
     if (typeof reply === 'string') {
-      await this.io.confirm('acquire', b);
+      if (this.io.durable) await this.io.confirm('acquire', b);
       const space = reply.indexOf(' ');
       return {
         workId,
@@ -174,7 +174,7 @@ class RedisDriver implements LeaseDriver {
       [record.workId, record.fencingToken.toString(), String(ttlMs), bytes],
     );
     const { request } = this.guarded(record, reply);
-    await this.io.confirm('checkpoint', b);
+    if (this.io.durable) await this.io.confirm('checkpoint', b);
     return request === undefined ? {} : { releaseRequested: request };
   }
 
@@ -205,7 +205,7 @@ class RedisDriver implements LeaseDriver {
       'release',
       S.release,
       b,
-      [L.m[b]!, L.chg[b]!, L.wake[b]!],
+      [L.m[b]!, L.chg[b]!],
       [record.workId, record.fencingToken.toString()],
     );
     this.guarded(record, reply);

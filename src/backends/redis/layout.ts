@@ -18,9 +18,8 @@
  * | `<P>:{<P>:b<n>}:ids`        | zset    | workIds, score 0 (lexicographic index for paged listing; see Indexes) |
  * | `<P>:{<P>:b<n>}:exp`        | zset    | workId → expires_at ms, a lower bound (see scripts.ts), for prune (see Indexes) |
  * | `<P>:{<P>:b<n>}:ix`         | string  | `<stream id> <ordinal>`: the last change entry the indexes hold (see Indexes) |
- * | `<P>:{<P>:b<n>}:chg`        | stream  | change feed (acquire, release, force-release, request-release, prune; not renew or checkpoint), one field `c` = kind LF workId LF packed lease, `MAXLEN ~ 10000` |
+ * | `<P>:{<P>:b<n>}:chg`        | stream  | change feed (acquire, release, force-release, request-release, prune; not renew or checkpoint), one field `c` = kind LF workId LF packed lease, `MAXLEN ~ 10000`; also the name of the shard channel on which every write that adds a change entry SPUBLISHes an empty message (wakes idle change readers) |
  * | `<P>:{<P>:b<n>}:aud`        | stream  | admin audit log (force-release, request-release), `MAXLEN ~ 10000` |
- * | `<P>:{<P>:b<n>}:w`          | channel | shard channel: every write that adds a change entry SPUBLISHes an empty message (wakes idle change readers) |
  *
  * (`<P>` is the key prefix.) A packed lease is the {@link INFO_FIELDS} values
  * as decimal strings or words joined by LF ('' for none); LF cannot occur in
@@ -175,8 +174,6 @@ export class Layout {
   readonly ix: readonly string[];
   readonly chg: readonly string[];
   readonly aud: readonly string[];
-  /** The shard channel each write of the bucket publishes on. */
-  readonly wake: readonly string[];
   /** The bucket's dataset id key (see Dataset identity). */
   readonly id: readonly string[];
   private readonly streamBuckets: Map<string, number>;
@@ -199,7 +196,6 @@ export class Layout {
     this.ix = base.map((k) => `${k}:ix`);
     this.chg = base.map((k) => `${k}:chg`);
     this.aud = base.map((k) => `${k}:aud`);
-    this.wake = base.map((k) => `${k}:w`);
     this.id = base.map((k) => `${k}:id`);
     this.streamBuckets = new Map(this.chg.map((k, b) => [k, b]));
   }
@@ -219,7 +215,7 @@ export class Layout {
     return this.statePrefixes[bucket] + workId;
   }
 
-  /** Every key (and the channel) a lease call on `workId` may touch (for tests and operators). */
+  /** Every key a lease call on `workId` may touch, the stream key also its channel (for tests and operators). */
   keysOf(workId: string): string[] {
     const b = this.bucketOf(workId);
     return [
@@ -230,7 +226,6 @@ export class Layout {
       this.ix[b]!,
       this.chg[b]!,
       this.aud[b]!,
-      this.wake[b]!,
       this.id[b]!,
     ];
   }

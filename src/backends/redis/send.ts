@@ -335,16 +335,23 @@ export class Sender {
   }
 
   /**
+   * Whether writes wait for replicas ({@link confirm}). Callers test it before awaiting confirm, so
+   * a call without the option resolves without one more await (a microtask turn on every call).
+   */
+  get durable(): boolean {
+    return this.options.durability.replicas > 0;
+  }
+
+  /**
    * The `durability` option (docs/durability.md): after a write that hands out or bumps a token or
    * stores a checkpoint, `WAIT replicas timeoutMs` on the same connection (WAIT cannot run inside a
    * script). It returns how many replicas have everything this connection wrote, so it also covers
    * the calls before it. Fewer than asked → NOT_DURABLE: the write is on the master and may or may
    * not survive a failover. WAIT blocks the connection (and the calls queued behind it on the same
-   * connection) for up to timeoutMs when replicas lag.
+   * connection) for up to timeoutMs when replicas lag. Called only when {@link durable}.
    */
   async confirm(op: string, b: number): Promise<void> {
     const d = this.options.durability;
-    if (d.replicas === 0) return;
     // On a Cluster, WAIT must reach the master that ran the script: route it by the bucket's slot.
     const acked = Number(
       await this.send<number>(op, 'wait', [d.replicas, d.timeoutMs], false, this.layout.m[b]),
