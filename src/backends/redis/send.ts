@@ -348,10 +348,12 @@ export class Sender {
    * script). It returns how many replicas have everything this connection wrote, so it also covers
    * the calls before it. Fewer than asked → NOT_DURABLE: the write is on the master and may or may
    * not survive a failover. WAIT blocks the connection (and the calls queued behind it on the same
-   * connection) for up to timeoutMs when replicas lag. Called only when {@link durable}.
+   * connection) for up to timeoutMs when replicas lag. Without the option it does nothing; the lease calls
+   * test {@link durable} first so that they also skip the await.
    */
   async confirm(op: string, b: number): Promise<void> {
     const d = this.options.durability;
+    if (d.replicas === 0) return;
     // On a Cluster, WAIT must reach the master that ran the script: route it by the bucket's slot.
     const acked = Number(
       await this.send<number>(op, 'wait', [d.replicas, d.timeoutMs], false, this.layout.m[b]),
