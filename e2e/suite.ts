@@ -137,9 +137,25 @@ export function consoleSuite(flavour: BackendFlavour): void {
       const tab = await page.context().newPage();
       try {
         await tab.goto(new URL('/', consoleUt.server.origin).href);
-        // Its connection tabs exist only if its calls are signed in; then the main fleet shows.
-        await tab.getByRole('tab', { name: new RegExp(`${flavour}-main`) }).click({ timeout: 10_000 });
-        await visible(tab.getByRole('row', { name: /\bbatch\/000\b/ }), 10_000);
+        // Its rows show only if its calls are signed in: all connections first (main and audit read
+        // the same backend, so each lease has two rows), then the main connection's tab.
+        const batch0 = tab.getByRole('row', { name: /\bbatch\/000\b/ });
+        await expect.poll(() => batch0.count(), { timeout: 10_000 }).toBe(2);
+        // Every DOM change while the main connection's tab is selected is counted: no frame may draw
+        // the audit connection's rows under it while the new view is computed.
+        // (A string, as in agreement.e2e.ts: the page runs it as written.)
+        await tab.evaluate(`(() => {
+          window.mostBatch0 = 0;
+          new MutationObserver(() => {
+            const tab = document.querySelector('[role=tab][aria-selected=true]');
+            if (!tab || !tab.textContent.includes(${JSON.stringify(`${flavour}-main`)})) return;
+            const n = [...document.querySelectorAll('tbody tr .c-work')].filter((c) => c.textContent === 'batch/000').length;
+            window.mostBatch0 = Math.max(window.mostBatch0, n);
+          }).observe(document.body, { childList: true, subtree: true, characterData: true, attributes: true });
+        })()`);
+        await tab.getByRole('tab', { name: new RegExp(`${flavour}-main`) }).click();
+        await visible(batch0);
+        expect(await tab.evaluate<number>('window.mostBatch0')).toBe(1);
       } finally {
         await tab.close();
       }

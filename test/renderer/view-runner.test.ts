@@ -1,5 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { REFRESH_MAX_GAP_MS, refreshGapMs, ViewRunner } from '../../renderer/features/fleet/view-runner.ts';
+import {
+  REFRESH_MAX_GAP_MS,
+  refreshGapMs,
+  shownView,
+  ViewRunner,
+} from '../../renderer/features/fleet/view-runner.ts';
 
 /**
  * The fleet view's recomputations, on fake timers: a job "costs" what it moves the fake clock by
@@ -100,5 +105,30 @@ describe('the fleet view runner', () => {
     expect(starts).toEqual([0, 100]);
     await vi.advanceTimersByTimeAsync(1000);
     expect(starts).toEqual([0, 100]);
+  });
+});
+
+describe('the view the fleet table shows', () => {
+  const empty = { rows: [] as string[] };
+  const all = {
+    view: { rows: ['main:batch/000', 'audit:batch/000'] },
+    key: 'main#1|audit#1',
+    scope: 'main|audit',
+  };
+
+  it('keeps the last view while only the inputs of the same connections moved, saying a newer one comes', () => {
+    expect(shownView(all, 'main#2|audit#1', 'main|audit', empty)).toEqual({
+      view: all.view,
+      computing: true,
+    });
+    expect(shownView(all, 'main#1|audit#1', 'main|audit', empty)).toEqual({
+      view: all.view,
+      computing: false,
+    });
+  });
+
+  it('shows no row of a view computed for other connections (all connections, then one tab)', () => {
+    expect(shownView(all, 'main#1', 'main', empty)).toEqual({ view: empty, computing: true });
+    expect(shownView(null, 'main#1', 'main', empty)).toEqual({ view: empty, computing: true });
   });
 });

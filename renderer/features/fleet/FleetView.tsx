@@ -28,7 +28,7 @@ import {
   viewJob,
 } from './model.ts';
 import { filterFromQuery, fleetQuery, sortFromQuery } from './url.ts';
-import { type PlanJob, ViewRunner } from './view-runner.ts';
+import { type ComputedView, type PlanJob, shownView, ViewRunner } from './view-runner.ts';
 
 const EMPTY_VIEW: FleetViewModel = {
   connIds: [],
@@ -196,19 +196,20 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
   const membershipKey = sources.map((s) => s.data.membershipRev).join('|');
   const inputs = useRef<ViewInputs>({ sources, filter, sort, localNow });
   inputs.current = { sources, filter, sort, localNow };
-  const [computed, setComputed] = useState<{ view: FleetViewModel; key: string } | null>(null);
-  const runnerKey = useRef(sourcesKey);
+  const scopeKey = sources.map((s) => s.connectionId).join('|');
+  const [computed, setComputed] = useState<ComputedView<FleetViewModel> | null>(null);
+  const runnerKey = useRef({ key: sourcesKey, scope: scopeKey });
   const [runner] = useState(
     () =>
       new ViewRunner(
         planView(() => inputs.current),
-        (view) => setComputed({ view, key: runnerKey.current }),
+        (view) => setComputed({ view, ...runnerKey.current }),
       ),
   );
   useEffect(() => () => runner.stop(), [runner]);
   // biome-ignore lint/correctness/useExhaustiveDependencies: the runner reads the latest inputs through a ref; these are what make a new view urgent
   useEffect(() => {
-    runnerKey.current = sourcesKey;
+    runnerKey.current = { key: sourcesKey, scope: scopeKey };
     runner.restart();
   }, [runner, sourcesKey, filter, sort]);
   // Rows changed in place by events (a release, a takeover): their rows redraw at once (`rev`), the
@@ -218,8 +219,7 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
   useEffect(() => {
     if (visible) runner.refresh();
   }, [runner, visible, membershipKey, rev, localNow]);
-  const view = computed?.view ?? EMPTY_VIEW;
-  const computing = computed === null || computed.key !== sourcesKey;
+  const { view, computing } = shownView(computed, sourcesKey, scopeKey, EMPTY_VIEW);
   const fleetMap = useMemo(() => {
     const m = new Map<string, FleetData>();
     for (const f of fleets) if (f.data !== undefined) m.set(f.connection.id, f.data);

@@ -28,6 +28,31 @@ export function refreshGapMs(lastJobMs: number): number {
   return Math.min(REFRESH_MAX_GAP_MS, COST_FACTOR * lastJobMs);
 }
 
+/** A finished view and what it was computed from: the inputs' key and the connections it covers. */
+export interface ComputedView<V> {
+  view: V;
+  key: string;
+  /** The ids of the connections in scope when it was computed, joined by `|`. */
+  scope: string;
+}
+
+/**
+ * What the table shows while a new view is computed: the last one while only filters, sort or
+ * snapshots moved (the same connections; `computing` says a newer one is coming), nothing from a
+ * view computed for other connections. After a switch from all connections to one, the old view
+ * still held the other connections' rows, drawn under the new tab (for one slice on a small fleet,
+ * longer on a big one).
+ */
+export function shownView<V>(
+  computed: ComputedView<V> | null,
+  key: string,
+  scope: string,
+  empty: V,
+): { view: V; computing: boolean } {
+  if (computed === null || computed.scope !== scope) return { view: empty, computing: true };
+  return { view: computed.view, computing: computed.key !== key };
+}
+
 /** What one recomputation is: the key of its inputs and its job (which may reuse the last view). */
 export type PlanJob<V> = (last: { key: string; view: V } | null) => { key: string; job: Generator<void, V> };
 
