@@ -345,6 +345,19 @@ describe('connections', () => {
     // own (migrations, reads) stay open beside them.
     await Promise.all(recs.map((r) => b.renew(r, 30_000)));
     await b.admin.serverTime();
+    // On a busy machine the first connection can serve all four calls while the others still open:
+    // wait until all four are up and idle, with the pool's, before one is made the most recent.
+    await expect
+      .poll(
+        async () =>
+          (
+            await admin.query(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND state = 'idle'",
+              [`worklease:${schema}`],
+            )
+          ).rows[0].n,
+      )
+      .toBeGreaterThanOrEqual(5);
     // The lease calls connections hand out the most recently returned one first: make that one known.
     const rec = await b.renew(recs[0]!, 30_000);
     const { rows } = await admin.query(
