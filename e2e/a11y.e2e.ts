@@ -359,7 +359,9 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, light and 
             await page.emulateMedia({ colorScheme: scheme });
             expect(await page.evaluate(`matchMedia('(prefers-color-scheme: ${scheme})').matches`)).toBe(true);
             // The palette itself switched (checked by axe's colour-contrast rule in both).
-            backgrounds.add(await page.evaluate<string>('getComputedStyle(document.documentElement).backgroundColor'));
+            backgrounds.add(
+              await page.evaluate<string>('getComputedStyle(document.documentElement).backgroundColor'),
+            );
             const violations = await axe(page);
             if (violations.length > 0) console.error(report(where, violations));
             for (const x of violations) {
