@@ -1,6 +1,6 @@
 /**
- * Every screen of the console through axe-core, at 1400 and 800 px wide and in the dark colour
- * scheme: zero violations, or the rule, its impact and the offending nodes. With
+ * Every screen of the console through axe-core, at 1400 and 800 px wide, in the light and the dark
+ * colour scheme: zero violations, or the rule, its impact and the offending nodes. With
  * WORKLEASE_SCREENSHOTS=1 (`npm run screenshots`) the same visits write docs/screenshots/.
  *
  * The screens are one table (SCREENS): a new screen is one entry, visited at each width and checked
@@ -155,8 +155,8 @@ const SCREENS: Screen[] = [
 const WIDTHS = [1400, 800] as const;
 const SCHEMES = ['light', 'dark'] as const;
 /** Whether a visit writes a screenshot (see Screen.shots); the total stays under 3 MB. */
-const shotOf = (screen: Screen, v: { width: number; scheme: (typeof SCHEMES)[number] }) =>
-  screen.shots !== 'none' && (v.width === 1400 || (screen.shots === 'narrow' && v.scheme === 'light'));
+const shotOf = (screen: Screen, width: number, scheme: (typeof SCHEMES)[number]) =>
+  screen.shots !== 'none' && (width === 1400 || (screen.shots === 'narrow' && scheme === 'light'));
 
 interface Violation {
   id: string;
@@ -338,12 +338,14 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, light and 
       // live (styles.css, light-dark()), so switching it needs no reload; a visit per scheme cost
       // twice the 1.8 s a load and an open take.
       it(`${screen.name}-${width}`, async () => {
-        const context = await browser.newContext({ viewport: { width, height: 900 } });
+        const context = await browser.newContext({
+          viewport: { width, height: 900 },
+          colorScheme: SCHEMES[0],
+        });
         try {
           const page = await context.newPage();
           page.on('pageerror', (e) => pageErrors.push(`${screen.name}-${width}: ${e.message}`));
           const origin = new URL(consoleUt.server.url).origin;
-          await page.emulateMedia({ colorScheme: SCHEMES[0] });
           await page.goto(screen.signedOut === true ? `${origin}/` : consoleUt.server.url);
           if (screen.path !== undefined) {
             // Signed in by the first visit (its session cookie); now the screen's own route.
@@ -354,7 +356,6 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, light and 
           const found: string[] = [];
           const backgrounds = new Set<string>();
           for (const scheme of SCHEMES) {
-            const v = { width, scheme };
             const where = `${screen.name}-${width}-${scheme}`;
             await page.emulateMedia({ colorScheme: scheme });
             expect(await page.evaluate(`matchMedia('(prefers-color-scheme: ${scheme})').matches`)).toBe(true);
@@ -367,7 +368,7 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, light and 
             for (const x of violations) {
               found.push(`${scheme}: ${x.id} (${x.impact}): ${x.nodes.map((n) => n.target).join(', ')}`);
             }
-            if (SHOTS && shotOf(screen, v)) {
+            if (SHOTS && shotOf(screen, width, scheme)) {
               // A constructed sheet: the console's CSP refuses inline <style>.
               await page.evaluate(`if (!window.__steady) {
                 const sheet = new CSSStyleSheet();
