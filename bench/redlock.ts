@@ -17,12 +17,21 @@
  * splits a cycle at 1 in flight into the server's time and the rest ({@link printSplit}). Keys live
  * under a random `bench_…` prefix, removed at the end.
  *
+ * At 1 in flight two more rows, in the same rounds, say what bounds any cycle of two script round
+ * trips there ({@link bounds}): redlock's own two scripts sent through worklease's lease-call
+ * connection (src/backends/redis/wire.ts), which is all of redlock's server work with worklease's
+ * client, and two PINGs through that connection, which is the round trips alone. A worklease cycle
+ * does strictly more server work than redlock's scripts (a fencing token, the server's clock, a
+ * change entry per ownership change), so the first row is above what it can reach.
+ *
  * Usage: npm run bench:redlock -- [--redis <url>] [--rounds 3] [--ops 10000]
  */
 import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { Redis } from 'ioredis';
 import Redlock from 'redlock';
+import { parseRedisUrl } from '../src/backends/redis/connection.ts';
+import { Wire } from '../src/backends/redis/wire.ts';
 import { openBackend } from '../src/index.ts';
 import { benchArgs, intArg } from './args.ts';
 import { unlinkPrefix } from './cleanup.ts';
@@ -76,10 +85,21 @@ export async function benchRedlock(opts: { url: string; rounds: number; ops: num
       `\nredis (${backend.url}): worklease vs redlock ${REDLOCK_VERSION}, ${opts.ops} cycles per measurement, median of ${opts.rounds}, load average ${loadText()}`,
     );
     console.log(header('cycle'));
-    for (const inFlight of [1, 64]) {
-      const rows = await interleave(node, [worklease], { ops: opts.ops, inFlight, rounds: opts.rounds });
-      console.log(formatRow(rows[0]!));
-      console.log(formatRow(rows[1]!, TARGET));
+    const bound = await bounds(opts.url, ns, redlock);
+    try {
+      for (const inFlight of [1, 64]) {
+        const others = inFlight === 1 ? bound.contenders : [];
+        const rows = await interleave(node, [worklease, ...others], {
+          ops: opts.ops,
+          inFlight,
+          rounds: opts.rounds,
+        });
+        console.log(formatRow(rows[0]!));
+        console.log(formatRow(rows[1]!, TARGET));
+        for (const r of rows.slice(2)) console.log(formatRow(r));
+      }
+    } finally {
+      bound.close();
     }
     await printSplit(opts.url, [node, worklease], opts.rounds);
     console.log(`load average ${loadText()}`);
@@ -88,6 +108,52 @@ export async function benchRedlock(opts: { url: string; rounds: number; ops: num
     client.disconnect();
     await unlinkPrefix(opts.url, ns);
   }
+}
+
+/**
+ * The rows that bound a cycle at 1 in flight (see the header): redlock's lock and unlock scripts,
+ * with a random value per cycle as redlock makes one, and two PINGs, both written through a
+ * {@link Wire} of their own, the connection worklease's lease calls use on a standalone server.
+ */
+async function bounds(
+  url: string,
+  ns: string,
+  redlock: Redlock,
+): Promise<{ contenders: Contender[]; close(): void }> {
+  const target = parseRedisUrl(url);
+  if (target.kind !== 'redis') return { contenders: [], close: () => {} };
+  const wire = new Wire(target, {
+    name: 'bench-bounds',
+    connectTimeoutMs: 5000,
+    callTimeoutMs: 5000,
+    tickMs: 100,
+  });
+  wire.start();
+  for (let i = 0; !wire.ready; i++) {
+    if (i === 500) throw new Error('bench: the connection of the bound rows did not get ready in 5 s');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  // redlock 4 keeps its scripts and their SHA-1s here; it loaded them during the warm-up.
+  const { lockScript, unlockScript } = (
+    redlock as unknown as { scripts: Record<'lockScript' | 'unlockScript', { hash: string }> }
+  ).scripts;
+  const scripts: Contender = {
+    name: "redlock's scripts, our wire",
+    prepare: async () => async (_i, w) => {
+      const key = `${ns}:bound:${w}`;
+      const value = randomBytes(16).toString('hex');
+      await wire.call('EVALSHA', [lockScript.hash, 1, key, value, TTL_MS], false);
+      await wire.call('EVALSHA', [unlockScript.hash, 1, key, value], false);
+    },
+  };
+  const pings: Contender = {
+    name: 'two PINGs, our wire',
+    prepare: async () => async () => {
+      await wire.call('PING', [], false);
+      await wire.call('PING', [], false);
+    },
+  };
+  return { contenders: [scripts, pings], close: () => wire.close() };
 }
 
 /**
