@@ -446,6 +446,28 @@ describe('connections', () => {
     }
   });
 
+  it('fails a call whose connection the silent server never finishes opening with BACKEND_UNAVAILABLE, then recovers', async () => {
+    // No lease call has run yet, so none of their connections is open: the call waits for one,
+    // and `pg`'s connect timeout (callTimeoutMs) ends that wait. It once came out as INTERNAL.
+    const schema = newSchema();
+    const proxy = await startProxy('127.0.0.1', Number(new URL(PG_URL).port || 5432));
+    try {
+      const b = await openPostgres(proxy.rewrite(PG_URL), { schema, poolSize: 4, callTimeoutMs: 400 });
+      backends.push(b);
+      proxy.blackhole();
+      const started = Date.now();
+      const err = (await b.acquire('unopened', 'h', 30_000).catch((e: unknown) => e)) as WorkleaseError;
+      expect(err.code).toBe('BACKEND_UNAVAILABLE');
+      expect(err.message).toContain('within 400 ms');
+      expect(Date.now() - started).toBeGreaterThanOrEqual(395);
+      proxy.restore();
+      expect((await b.acquire('unopened', 'h', 30_000)).fencingToken).toBeGreaterThan(0n);
+    } finally {
+      proxy.restore();
+      await proxy.close();
+    }
+  });
+
   it('refuses an unreachable server with BACKEND_UNAVAILABLE', async () => {
     const err = await codeOf(openPostgres('postgres://postgres@127.0.0.1:1/test', { callTimeoutMs: 2000 }));
     expect(err).toBe('BACKEND_UNAVAILABLE');

@@ -565,7 +565,15 @@ export class HotPool {
       const call = this.waiting.shift();
       if (call !== undefined) {
         this.watch.delete(call);
-        call.reject(classifySqlError(err, 'connecting', this.url));
+        call.reject(
+          // `pg`'s connect timeout is this pool's call timeout: said as a call past its deadline is.
+          err.message === 'timeout expired'
+            ? new BackendUnavailableError(
+                `no answer from ${this.url} within ${this.timeoutMs} ms (opening a connection)`,
+                { cause: err },
+              )
+            : classifySqlError(err, 'connecting', this.url),
+        );
       }
       this.refill();
     });

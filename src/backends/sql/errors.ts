@@ -55,6 +55,9 @@ const SQLSTATE_CLASS: Record<string, Verdict> = {
 const PG_CLIENT_MESSAGES = [
   'Connection terminated',
   'timeout exceeded when trying to connect',
+  // pg.Client's own connectionTimeoutMillis (a connection the lease calls open, postgres/hot.ts):
+  // the server did not finish the handshake in time, as with a partition.
+  'timeout expired',
   'Client has encountered a connection error and is not queryable',
   'Cannot use a pool after calling end on the pool',
   'Client was closed and is not queryable',
