@@ -560,20 +560,19 @@ export class HotPool {
         this.release(new Conn(stream, this));
         return;
       }
-      // The oldest waiting call fails with the reason (as pool.connect's callback does); the
-      // others keep waiting, for a connection another call gives back or a later attempt opens.
-      const call = this.waiting.shift();
-      if (call !== undefined) {
-        this.watch.delete(call);
-        call.reject(
-          // `pg`'s connect timeout is this pool's call timeout: said as a call past its deadline is.
-          err.message === 'timeout expired'
-            ? new BackendUnavailableError(
-                `no answer from ${this.url} within ${this.timeoutMs} ms (opening a connection)`,
-                { cause: err },
-              )
-            : classifySqlError(err, 'connecting', this.url),
-        );
+      // `pg`'s connect timeout is the call timeout: the server did not finish the handshake in time.
+      // No call fails for it here; each waiting call keeps its own deadline (expire) and meets it
+      // with "waiting for a connection … took over N ms", and one that still has time gets another
+      // attempt. A call that came after this attempt began is not failed before its own deadline.
+      if (err.message !== 'timeout expired') {
+        // Any other reason (refused, authentication, …) fails the oldest waiting call with it (as
+        // pool.connect's callback does); the others keep waiting, for a connection another call
+        // gives back or a later attempt opens.
+        const call = this.waiting.shift();
+        if (call !== undefined) {
+          this.watch.delete(call);
+          call.reject(classifySqlError(err, 'connecting', this.url));
+        }
       }
       this.refill();
     });
