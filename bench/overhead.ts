@@ -85,9 +85,11 @@ async function redisSide(url: string, ns: string): Promise<Side> {
     directAcquire: (prefix) => (i) => {
       const workId = `${prefix}:${i}`;
       const b = layout.bucketOf(workId);
+      // The script standalone Redis runs (scripts.ts, WAKE), as the backend sends it.
+      const sc = S.acquire.standalone ?? S.acquire;
       return redis.evalsha(
-        S.acquire.sha,
-        S.acquire.numberOfKeys,
+        sc.sha,
+        sc.numberOfKeys,
         layout.m[b]!,
         layout.chg[b]!,
         workId,

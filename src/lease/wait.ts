@@ -7,8 +7,9 @@
  *   NOTIFY is only sent for a lease a waiter asked for: after each refused
  *   acquire the waiter calls `admin.notifyEnd` (holder.ts), which returns false
  *   when the lease ended in between, and the waiter then tries again at once;
- * - Redis: `admin.watchChanges` (every write script SPUBLISHes a wake-up on its
- *   bucket) followed by one read of the change feed, which says which leases
+ * - Redis: `admin.watchChanges` (a blocking XREAD on the change streams on
+ *   standalone Redis, the buckets' shard channels on a Cluster: redis/feed.ts)
+ *   followed by one read of the change feed, which says which leases
  *   ended; one reader per backend serves every waiter in the process;
  * - a lease that runs out sends nothing: the waiter sleeps until the
  *   `expiresAt` that the refused acquire reported (by the server's clock,

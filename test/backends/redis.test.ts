@@ -376,7 +376,8 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     }
   });
 
-  it('renew and checkpoint append no change entry and publish no wake-up; acquire and release do both', async () => {
+  // Wake-ups are published on a Cluster only: a standalone watch blocks in XREAD on the streams.
+  it(`renew and checkpoint append no change entry and publish no wake-up; acquire and release append one each${cluster ? ' and publish one each' : ' and publish none'}`, async () => {
     const { b, prefix } = await h.open();
     const layout = new Layout(prefix, 32);
     const id = 'quiet';
@@ -404,7 +405,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     try {
       await sub.ssubscribe(chg);
       const rec = await b.acquire(id, 'h', LIVE);
-      await until(1);
+      if (cluster) await until(1);
       expect(await admin.xlen(chg)).toBe(1);
       await b.renew(rec, LIVE);
       await b.checkpoint(rec, Uint8Array.of(7), LIVE);
@@ -412,9 +413,15 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
       expect(await admin.xlen(chg)).toBe(1);
       expect((await b.admin.get(id))?.version).toBe(4n);
       await b.release(rec);
-      // Messages arrive in order on the one subscription: a heartbeat's would come before the release's.
-      await until(2);
-      expect(messages).toEqual([chg, chg]);
+      if (cluster) {
+        // Messages arrive in order on the one subscription: a heartbeat's would come before the release's.
+        await until(2);
+        expect(messages).toEqual([chg, chg]);
+      } else {
+        // A PING on the subscriber comes back after any message published before it.
+        await sub.call('PING');
+        expect(messages).toEqual([]);
+      }
       expect(await admin.xlen(chg)).toBe(2);
       const entries = await admin.xrange(chg, '-', '+');
       expect(entries.map(([, fields]) => fields[1]!.split('\n').slice(0, 2))).toEqual([
@@ -608,6 +615,74 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     await sleep(200);
     expect(wakes).toBe(seen);
   });
+
+  // The standalone watch: one XREAD BLOCK over every bucket's stream (feed.ts, startBlockingWatch).
+  if (!cluster)
+    it('the standalone watch: a reader woken by it alone sees every write of a burst, with fewer wake-ups than writes, and again after its connection is killed', async () => {
+      const { b, prefix } = await h.open();
+      const admin = new Redis(url());
+      admin.on('error', () => {});
+      let cursor = await b.admin.changeCursor();
+      const seen = new Set<string>();
+      let wakes = 0;
+      let reading: Promise<void> = Promise.resolve();
+      // Reads the feed on every wake-up and never otherwise: a missed wake-up leaves a write unseen.
+      const read = async (): Promise<void> => {
+        for (;;) {
+          const batch = await b.admin.changes({ cursor, limit: 1000 });
+          cursor = batch.cursor;
+          for (const c of batch.changes) seen.add(`${c.workId} ${c.kind}`);
+          if (batch.changes.length === 0) return;
+        }
+      };
+      const stop = b.admin.watchChanges!(() => {
+        wakes++;
+        reading = reading.then(read);
+      });
+      const until = async (what: () => boolean, why: string): Promise<void> => {
+        const deadline = Date.now() + BOUND_MS;
+        while (!what()) {
+          if (Date.now() > deadline) throw new Error(why);
+          await sleep(10);
+        }
+      };
+      try {
+        await until(() => wakes > 0, 'no first wake-up');
+        const first = wakes;
+        const ids = Array.from({ length: 400 }, (_, i) => `burst-${i}`);
+        for (let i = 0; i < ids.length; i += 50)
+          await Promise.all(ids.slice(i, i + 50).map((id) => b.acquire(id, 'h', LIVE)));
+        await until(() => ids.every((id) => seen.has(`${id} acquired`)), `${seen.size} of 400 writes seen`);
+        expect(wakes - first).toBeLessThan(ids.length);
+        // Killed: the XREAD fails, the watch reconnects, reads the heads again and wakes the readers.
+        const watchers = async (): Promise<string[]> =>
+          String(await admin.call('CLIENT', 'LIST', 'TYPE', 'normal'))
+            .split('\n')
+            .filter((line) => line.includes(` name=worklease:${prefix}:watch `));
+        expect(await watchers()).toHaveLength(1);
+        // Idle now: the one watch connection is blocked (flags=b) in its XREAD.
+        let blocked: string | undefined;
+        const deadline = Date.now() + BOUND_MS;
+        while (blocked === undefined) {
+          if (Date.now() > deadline) throw new Error('the watch is not blocked in XREAD');
+          blocked = (await watchers()).find(
+            (line) => line.includes(' flags=b ') && line.includes(' cmd=xread '),
+          );
+          if (blocked === undefined) await sleep(10);
+        }
+        const id = /\bid=(\d+)/.exec(blocked!)![1]!;
+        const before = wakes;
+        expect(Number(await admin.call('CLIENT', 'KILL', 'ID', id))).toBe(1);
+        await until(() => wakes > before, 'no wake-up after the watch reconnected');
+        const rec = await b.acquire('after-kill', 'h', LIVE);
+        await until(() => seen.has('after-kill acquired'), 'the write after the reconnect was not seen');
+        await b.release(rec);
+        await until(() => seen.has('after-kill released'), 'the release after the reconnect was not seen');
+      } finally {
+        stop();
+        admin.disconnect();
+      }
+    });
 
   it('a fleet model on it waits for wake-ups instead of polling, and still sees a write', async () => {
     const { b } = await h.open();

@@ -110,9 +110,12 @@ export function parseRedisUrl(url: string): RedisTarget {
 export type RedisClient = Redis | Cluster;
 
 /**
- * A connection for the change watch only (sharded Pub/Sub needs a connection of its own). It may
- * queue SSUBSCRIBE while connecting and reconnects forever; losing a message only delays a reader
- * until its next poll, so none of the at-most-once care of lease calls applies.
+ * A connection for the change watch only (feed.ts, ChangeWatch): sharded Pub/Sub on a Cluster, a
+ * blocking XREAD on standalone Redis, each of which needs a connection of its own. It may queue
+ * commands while connecting, reconnects forever and sends a command in flight again on the new
+ * connection (a blocking XREAD from the same stream ids misses nothing); it only reads, and a lost
+ * wake-up only delays a reader until its next poll, so none of the at-most-once care of lease
+ * calls applies.
  */
 export function createSubscriber(target: RedisTarget, options: ResolvedOptions): RedisClient {
   const nodeOptions: RedisOptions = {

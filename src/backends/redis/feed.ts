@@ -1,6 +1,7 @@
 /**
  * The change feed of the Redis backend: cursors over the buckets' change streams, reading and
- * merging them, and the wake-ups of idle readers by sharded Pub/Sub.
+ * merging them, and the wake-ups of idle readers (a blocking XREAD on standalone Redis, sharded
+ * Pub/Sub on a Cluster).
  */
 import type { Redis } from 'ioredis';
 import type { ChangeBatch, ChangeKind, LeaseChange } from '../../lease/types.ts';
@@ -102,7 +103,29 @@ export async function changes(io: Sender, cursor: string, limit: number): Promis
   return { changes, cursor: encodeChangeCursor(next), gap: false };
 }
 
-/** The readers of one backend waiting for writes, and the one subscriber connection that wakes them. */
+/**
+ * How long the standalone watch waits after a wake-up before it blocks again: at most one XREAD
+ * per this many ms on a busy fleet, instead of one wake-up per write. A write in that pause answers
+ * the next XREAD at once, so it delays a reader by at most this long.
+ */
+export const REBLOCK_MS = 5;
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Each stream's newest entry id ('0-0' for one without entries), read in one round trip. */
+async function heads(conn: Redis, keys: readonly string[]): Promise<string[]> {
+  const pipeline = conn.pipeline();
+  for (const key of keys) pipeline.xrevrange(key, '+', '-', 'COUNT', 1);
+  const replies = (await pipeline.exec()) ?? [];
+  return keys.map((_, i) => {
+    const [err, entries] = replies[i] ?? [new Error('no reply')];
+    if (err) throw err;
+    const newest = (entries as Array<[string, string[]]>)[0];
+    return newest === undefined ? '0-0' : newest[0];
+  });
+}
+
+/** The readers of one backend waiting for writes, and the one watch connection that wakes them. */
 export class ChangeWatch {
   private readonly watchers = new Set<() => void>();
   private subscriber: RedisClient | null = null;
@@ -111,11 +134,13 @@ export class ChangeWatch {
   constructor(private readonly io: Sender) {}
 
   /**
-   * Wakes `onWake` when a bucket gets a change entry: every script that adds one SPUBLISHes on its shard
-   * channel (scripts.ts), and one subscriber connection per backend (per master on a cluster, by
-   * ioredis' sharded subscribers) listens to all of them, so an idle reader sends no commands at
-   * all. Readers are also woken whenever the subscription (re)connects, since messages published
-   * while it was down are lost.
+   * Wakes `onWake` when a bucket gets a change entry, through one watch connection per backend, so
+   * an idle reader sends no commands at all. On standalone Redis it blocks in one XREAD over every
+   * bucket's stream ({@link startBlockingWatch}). On a Cluster one XREAD cannot span slots: every
+   * script that adds an entry there SPUBLISHes on its bucket's shard channel (scripts.ts, WAKE),
+   * and the connection (one per master, by ioredis' sharded subscribers) listens to all of them.
+   * Readers are also woken whenever the watch (re)connects, since writes made while it was down
+   * woke nobody.
    */
   watchChanges(onWake: () => void): () => void {
     this.watchers.add(onWake);
@@ -148,26 +173,76 @@ export class ChangeWatch {
   private startWatch(): RedisClient {
     const sub = createSubscriber(this.io.target, this.io.options);
     sub.on('error', () => {});
+    if (this.io.kind === 'redis') {
+      // Connected here: a pipeline on a lazy connection would wait for another command to connect it.
+      sub.on('ready', () => this.wakeAll());
+      sub.connect().catch(() => {});
+      // Started once `this.subscriber` is this connection (the loop runs while it is).
+      queueMicrotask(() => void this.startBlockingWatch(sub as Redis));
+      return sub;
+    }
     sub.on('smessage', () => this.wakeAll());
     // Each bucket's writes publish on the shard channel named as its stream key (scripts.ts, emit).
-    const channels = this.io.layout.chg;
-    if (this.io.kind === 'redis') {
-      // Subscribing again on every connection (autoResubscribe is off) keeps one code path.
-      sub.on('ready', () => {
-        (sub as Redis)
-          .ssubscribe(...channels)
-          .then(() => this.wakeAll())
-          .catch(() => {});
-      });
-    } else {
-      // A channel per slot: ioredis routes each to the master owning it and resubscribes after moves.
-      Promise.all(channels.map((channel) => sub.ssubscribe(channel)))
-        .then(() => this.wakeAll())
-        .catch(() => {});
-      sub.on('ready', () => this.wakeAll());
-    }
+    // A channel per slot: ioredis routes each to the master owning it and resubscribes after moves.
+    Promise.all(this.io.layout.chg.map((channel) => sub.ssubscribe(channel)))
+      .then(() => this.wakeAll())
+      .catch(() => {});
+    sub.on('ready', () => this.wakeAll());
     sub.connect().catch(() => {});
     return sub;
+  }
+
+  /**
+   * The standalone watch, until {@link stopWatch}: reads each stream's newest entry id, wakes the
+   * readers, then blocks in `XREAD BLOCK 0` over every stream from those ids. An XADD answers it
+   * by itself (the scripts publish nothing on standalone Redis: scripts.ts, WAKE). On an answer it
+   * reads the newest ids of the streams that moved, wakes the readers, and blocks again from there
+   * after {@link REBLOCK_MS}: a write after that read answers the next XREAD, and one before it is
+   * seen by the readers just woken, so no write goes unnoticed. When the connection breaks, ioredis
+   * sends the XREAD again once it is back, from the same ids, so the writes made meanwhile answer
+   * it at once (a server that restarted empty gives its new entries later ids: they are made of
+   * its clock); the readers are woken on every reconnect too. Any other failure (a reply that is
+   * not a stream's) starts over from the heads, after a backoff.
+   */
+  private async startBlockingWatch(conn: Redis): Promise<void> {
+    const L = this.io.layout;
+    let ids: string[] | null = null;
+    let failures = 0;
+    while (this.subscriber === conn) {
+      try {
+        if (ids === null) {
+          ids = await heads(conn, L.chg);
+          if (this.subscriber !== conn) return;
+          this.wakeAll();
+        }
+        const reply = (await conn.call(
+          'XREAD',
+          'COUNT',
+          '1',
+          'BLOCK',
+          '0',
+          'STREAMS',
+          ...L.chg,
+          ...ids,
+        )) as Array<[string, unknown]> | null;
+        failures = 0;
+        if (reply === null || this.subscriber !== conn) continue;
+        const moved = reply.map(([key]) => L.bucketOfStream(String(key)));
+        const newest = await heads(
+          conn,
+          moved.map((b) => L.chg[b]!),
+        );
+        moved.forEach((b, i) => {
+          ids![b] = newest[i]!;
+        });
+        this.wakeAll();
+        await sleep(REBLOCK_MS);
+      } catch {
+        if (this.subscriber !== conn) return;
+        ids = null;
+        await sleep(Math.min(1000, 25 * 2 ** Math.min(++failures, 6)));
+      }
+    }
   }
 
   private stopWatch(): void {

@@ -18,7 +18,7 @@
  * | `<P>:{<P>:b<n>}:ids`        | zset    | workIds, score 0 (lexicographic index for paged listing; see Indexes) |
  * | `<P>:{<P>:b<n>}:exp`        | zset    | workId → expires_at ms, a lower bound (see scripts.ts), for prune (see Indexes) |
  * | `<P>:{<P>:b<n>}:ix`         | string  | `<stream id> <ordinal>`: the last change entry the indexes hold (see Indexes) |
- * | `<P>:{<P>:b<n>}:chg`        | stream  | change feed (acquire, release, force-release, request-release, prune; not renew or checkpoint), one field `c` = kind LF workId LF packed lease, `MAXLEN ~ 10000`; also the name of the shard channel on which every write that adds a change entry SPUBLISHes an empty message (wakes idle change readers) |
+ * | `<P>:{<P>:b<n>}:chg`        | stream  | change feed (acquire, release, force-release, request-release, prune; not renew or checkpoint), one field `c` = kind LF workId LF packed lease, `MAXLEN ~ 10000`; also, on a Cluster, the name of the shard channel on which every write that adds a change entry SPUBLISHes an empty message (wakes idle change readers; on standalone Redis they block in XREAD on the streams instead) |
  * | `<P>:{<P>:b<n>}:aud`        | stream  | admin audit log (force-release, request-release), `MAXLEN ~ 10000` |
  *
  * (`<P>` is the key prefix.) A packed lease is the {@link INFO_FIELDS} values

@@ -24,13 +24,20 @@ export interface Script extends ScriptDef {
   sha: string;
   /** numberOfKeys as the decimal string EVALSHA sends. */
   keyCount: string;
+  /**
+   * The same script without its wake-ups (scripts.ts, WAKE), which standalone Redis runs instead;
+   * absent for a script that publishes none.
+   */
+  standalone?: Script;
 }
 function script(def: ScriptDef): Script {
-  return {
+  const sc: Script = {
     ...def,
     sha: createHash('sha1').update(def.lua).digest('hex'),
     keyCount: String(def.numberOfKeys),
   };
+  if (lua.wakes(def)) sc.standalone = script(lua.withoutWake(def));
+  return sc;
 }
 export const S: Record<string, Script> & {
   [K in keyof typeof lua as (typeof lua)[K] extends ScriptDef ? K : never]: Script;
@@ -131,7 +138,9 @@ function abandon(cmd: TrackedCommand): void {
  */
 function evalOnNoScript(err: unknown, evalshaArgs: Arg[]): Arg[] | undefined {
   if (!/^NOSCRIPT/.test((err as Error).message ?? '')) return undefined;
-  const sc = Object.values(S).find((x) => x.sha === evalshaArgs[0]);
+  const sc = Object.values(S)
+    .flatMap((x) => (x.standalone === undefined ? [x] : [x, x.standalone]))
+    .find((x) => x.sha === evalshaArgs[0]);
   return sc === undefined ? undefined : [sc.lua, ...evalshaArgs.slice(1)];
 }
 
@@ -276,7 +285,13 @@ export class Sender {
   }
 
   run<T>(op: string, sc: Script, keysAndArgs: Arg[], buffers = false): Promise<T> {
-    return this.send<T>(op, 'evalsha', [sc.sha, sc.keyCount, ...keysAndArgs], buffers);
+    const s = this.scriptFor(sc);
+    return this.send<T>(op, 'evalsha', [s.sha, s.keyCount, ...keysAndArgs], buffers);
+  }
+
+  /** `sc` as this server runs it: without wake-ups on standalone Redis (scripts.ts, WAKE). */
+  private scriptFor(sc: Script): Script {
+    return this.kind === 'redis' ? (sc.standalone ?? sc) : sc;
   }
 
   /**
@@ -312,7 +327,8 @@ export class Sender {
 
   /** The EVALSHA arguments: sha, key count, `keys` then `lastKey`, `args` then `lastArg`. */
   private frame(sc: Script, keys: Arg[], args: Arg[], lastKey?: Arg, lastArg?: Arg): Arg[] {
-    const a: Arg[] = [sc.sha, sc.keyCount];
+    const s = this.scriptFor(sc);
+    const a: Arg[] = [s.sha, s.keyCount];
     for (let i = 0; i < keys.length; i++) a.push(keys[i]!);
     if (lastKey !== undefined) a.push(lastKey);
     for (let i = 0; i < args.length; i++) a.push(args[i]!);
