@@ -14,7 +14,7 @@ import { buildStatements } from '../../src/backends/sql/statements.ts';
 import type { LeaseBackend, LeaseChange, LeaseRecord, OpenOptions, WorkleaseError } from '../../src/index.ts';
 import { codeOf, PG_URL, uniqueNamespace } from '../support/backends.ts';
 import { quietCursor } from '../support/feed.ts';
-import { startProxy } from '../support/proxy.ts';
+import { startProxy, type TcpProxy } from '../support/proxy.ts';
 import { holdRow } from '../support/row-lock.ts';
 import { expectLeaseInfoReadsAgree } from './sql-lease-info.ts';
 
@@ -412,12 +412,25 @@ describe('connections', () => {
     expect((await b.renew(rec, 30_000)).fencingToken).toBe(rec.fencingToken);
   });
 
-  it('fails every call in flight soon after callTimeoutMs when the server stops answering, then recovers', async () => {
-    const schema = newSchema();
+  /** Runs `body` on a backend (4 connections, callTimeoutMs 400) opened through a TCP proxy. */
+  async function behindProxy(body: (b: LeaseBackend, proxy: TcpProxy) => Promise<void>): Promise<void> {
     const proxy = await startProxy('127.0.0.1', Number(new URL(PG_URL).port || 5432));
     try {
-      const b = await openPostgres(proxy.rewrite(PG_URL), { schema, poolSize: 4, callTimeoutMs: 400 });
+      const b = await openPostgres(proxy.rewrite(PG_URL), {
+        schema: newSchema(),
+        poolSize: 4,
+        callTimeoutMs: 400,
+      });
       backends.push(b);
+      await body(b, proxy);
+    } finally {
+      proxy.restore();
+      await proxy.close();
+    }
+  }
+
+  it('fails every call in flight soon after callTimeoutMs when the server stops answering, then recovers', async () => {
+    await behindProxy(async (b, proxy) => {
       const recs = await Promise.all([0, 1, 2, 3].map((i) => b.acquire(`wire-${i}`, 'h', 30_000)));
       proxy.blackhole();
       const started = Date.now();
@@ -442,21 +455,14 @@ describe('connections', () => {
       // The stalled connections were destroyed, not reused: the next calls run on fresh ones.
       const renewed = await Promise.all(recs.map((r) => b.renew(r, 30_000)));
       expect(renewed.map((r) => r.fencingToken)).toEqual(recs.map((r) => r.fencingToken));
-    } finally {
-      proxy.restore();
-      await proxy.close();
-    }
+    });
   });
 
   it('fails a call whose connection the silent server never finishes opening with BACKEND_UNAVAILABLE, then recovers', async () => {
     // No lease call has run yet, so none of their connections is open: the call waits for one
     // that never finishes opening. `pg`'s connect timeout once failed it as INTERNAL; now the
     // call's own deadline ends the wait.
-    const schema = newSchema();
-    const proxy = await startProxy('127.0.0.1', Number(new URL(PG_URL).port || 5432));
-    try {
-      const b = await openPostgres(proxy.rewrite(PG_URL), { schema, poolSize: 4, callTimeoutMs: 400 });
-      backends.push(b);
+    await behindProxy(async (b, proxy) => {
       proxy.blackhole();
       const started = Date.now();
       const err = (await b.acquire('unopened', 'h', 30_000).catch((e: unknown) => e)) as WorkleaseError;
@@ -467,10 +473,7 @@ describe('connections', () => {
       expect(Date.now() - started).toBeLessThan(2000);
       proxy.restore();
       expect((await b.acquire('unopened', 'h', 30_000)).fencingToken).toBeGreaterThan(0n);
-    } finally {
-      proxy.restore();
-      await proxy.close();
-    }
+    });
   });
 
   it('refuses an unreachable server with BACKEND_UNAVAILABLE', async () => {

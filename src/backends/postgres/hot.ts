@@ -36,7 +36,7 @@ import pg from 'pg';
 import { BackendUnavailableError } from '../../lease/errors.ts';
 import { DeadlineWatch, tickFor } from '../deadlines.ts';
 import type { Row, SqlNotice, Statement } from '../sql/client.ts';
-import { classifySqlError, isConnectionError } from '../sql/errors.ts';
+import { classifySqlError, isConnectionError, PG_CONNECT_TIMEOUT } from '../sql/errors.ts';
 
 /** Idle connections older than this are closed (pg.Pool's idleTimeoutMillis in index.ts). */
 const IDLE_MS = 30_000;
@@ -564,7 +564,7 @@ export class HotPool {
       // No call fails for it here; each waiting call keeps its own deadline (expire) and meets it
       // with "waiting for a connection … took over N ms", and one that still has time gets another
       // attempt. A call that came after this attempt began is not failed before its own deadline.
-      if (err.message !== 'timeout expired') {
+      if (err.message !== PG_CONNECT_TIMEOUT) {
         // Any other reason (refused, authentication, …) fails the oldest waiting call with it (as
         // pool.connect's callback does); the others keep waiting, for a connection another call
         // gives back or a later attempt opens.

@@ -8,7 +8,7 @@ import type { ChangeBatch, ChangeKind, LeaseChange } from '../../lease/types.ts'
 import { createSubscriber, type RedisClient } from './connection.ts';
 import { compareStreamIds, decodeChangeCursor, encodeChangeCursor } from './layout.ts';
 import { parsePacked } from './packed.ts';
-import { S, type Sender } from './send.ts';
+import { S, type Sender, sleep } from './send.ts';
 
 /**
  * The kinds this backend delivers. Entries of `renewed` and `checkpointed`, which versions before
@@ -108,9 +108,7 @@ export async function changes(io: Sender, cursor: string, limit: number): Promis
  * per this many ms on a busy fleet, instead of one wake-up per write. A write in that pause answers
  * the next XREAD at once, so it delays a reader by at most this long.
  */
-export const REBLOCK_MS = 5;
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const REBLOCK_MS = 5;
 
 /** Each stream's newest entry id ('0-0' for one without entries), read in one round trip. */
 async function heads(conn: Redis, keys: readonly string[]): Promise<string[]> {

@@ -144,7 +144,7 @@ function evalOnNoScript(err: unknown, evalshaArgs: Arg[]): Arg[] | undefined {
   return sc === undefined ? undefined : [sc.lua, ...evalshaArgs.slice(1)];
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export type Nullable = string | null;
 

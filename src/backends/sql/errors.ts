@@ -52,12 +52,16 @@ const SQLSTATE_CLASS: Record<string, Verdict> = {
  * `pg` raises these without any code, so matching the message is the only way
  * to recognise them; they are the library's own fixed strings, not server text.
  */
+/**
+ * `pg.Client`'s own connectionTimeoutMillis: the server did not finish the handshake in time, as
+ * with a partition (the lease calls' connections, postgres/hot.ts, meet it as a call deadline).
+ */
+export const PG_CONNECT_TIMEOUT = 'timeout expired';
+
 const PG_CLIENT_MESSAGES = [
   'Connection terminated',
   'timeout exceeded when trying to connect',
-  // pg.Client's own connectionTimeoutMillis (a connection the lease calls open, postgres/hot.ts):
-  // the server did not finish the handshake in time, as with a partition.
-  'timeout expired',
+  PG_CONNECT_TIMEOUT,
   'Client has encountered a connection error and is not queryable',
   'Cannot use a pool after calling end on the pool',
   'Client was closed and is not queryable',
