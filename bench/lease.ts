@@ -310,16 +310,18 @@ ${kind}: same work (each call against a raw baseline of its own shape), median o
 
 /**
  * Redis: the server's time per call, beside the raw script's, so a reader can tell the server's
- * share of a ratio above from the client's. Each figure is `usec / calls` of the EVALSHA line of
- * INFO commandstats read around a pass of that call alone (400 calls at 1 in flight, `--ops` at
- * 64), median of `--rounds` passes; EVALSHAs of other clients of a shared server during a pass
- * count too. At 1 in flight the server runs each call from cold caches after waiting for it, so
+ * share of a ratio above from the client's. Each figure is `usec / calls` of INFO commandstats'
+ * lease calls (bench/server-time.ts: EVALSHAs, and EXECs of calls sent as a transaction) read
+ * around a pass of that call alone (400 calls at 1 in flight, `--ops` at 64), median of `--rounds`
+ * passes; calls of other clients of a shared server during a pass count too. At 1 in flight the server runs each call from cold caches after waiting for it, so
  * every figure there is larger than at 64.
  */
 async function printServerTimes(url: string, backend: LeaseBackend, baseline: Baseline): Promise<void> {
   const stats = scriptTimes(url);
   try {
-    console.log(`\nredis server time per call (INFO commandstats, EVALSHA), median of ${ROUNDS}`);
+    console.log(
+      `\nredis server time per call (INFO commandstats: EVALSHA, or MULTI + EXEC), median of ${ROUNDS}`,
+    );
     console.log(
       `${'call'.padEnd(18)}${'in flight'.padStart(10)}${'call us'.padStart(10)}${'raw us'.padStart(9)}${'extra us'.padStart(10)}`,
     );
