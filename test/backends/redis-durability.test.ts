@@ -12,6 +12,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_BUCKETS, LAYOUT_VERSION, Layout } from '../../src/backends/redis/layout.ts';
+import { STAGED_MIN_BYTES } from '../../src/backends/redis/scripts.ts';
 import {
   type RedisServer,
   redisCall,
@@ -122,6 +123,8 @@ describe('Redis restarted without persistence mid-run', () => {
     for (const call of [
       () => b.renew(held, LIVE),
       () => b.checkpoint(held, Buffer.from('x'), LIVE),
+      // A large state goes as a transaction on the lease calls connection (scripts.ts, checkpointStaged).
+      () => b.checkpoint(held, Buffer.alloc(STAGED_MIN_BYTES), LIVE),
       () => b.release(held),
       () => b.readCheckpoint(held),
       () =>

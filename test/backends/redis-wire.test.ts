@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openRedis } from '../../src/backends/redis/index.ts';
+import { STAGED_MIN_BYTES } from '../../src/backends/redis/scripts.ts';
 import { frame, parseReply, WireReplyError } from '../../src/backends/redis/wire.ts';
 import { freePort, type RedisServer, startRedisServer } from '../../src/chaos/servers.ts';
 import type { CheckpointRead, LeaseBackend } from '../../src/index.ts';
@@ -196,19 +197,27 @@ describe('the lease calls connection on a private redis-server (password, databa
     const { b } = await opened();
     try {
       const recs = await Promise.all(Array.from({ length: 64 }, (_, i) => b.acquire(`m${i}`, 'h', LIVE)));
-      await Promise.all(recs.map((r, i) => b.checkpoint(r, Buffer.from(`state-${i}`), LIVE)));
-      for (let round = 0; round < 3; round++) {
+      // Odd items get states large enough to go as a transaction (several replies for one call).
+      const state = (i: number, round: number): Buffer => {
+        const text = Buffer.from(`state-${i}-${round}`);
+        return i % 2 === 0 ? text : Buffer.concat([text, Buffer.alloc(STAGED_MIN_BYTES, i)]);
+      };
+      await Promise.all(recs.map((r, i) => b.checkpoint(r, state(i, 0), LIVE)));
+      for (let round = 1; round <= 3; round++) {
+        // One connection answers in order: each read sees the state written in the round before.
         const out = await Promise.all(
-          recs.flatMap((r) => [
+          recs.flatMap((r, i) => [
             b.renew(r, LIVE),
             b.readCheckpoint(r),
             codeOf(b.release({ ...r, fencingToken: 1n })),
+            b.checkpoint(r, state(i, round), LIVE),
           ]),
         );
         recs.forEach((r, i) => {
-          expect((out[3 * i] as { fencingToken: bigint }).fencingToken).toBe(r.fencingToken);
-          expect(Buffer.from((out[3 * i + 1] as CheckpointRead).state!).toString()).toBe(`state-${i}`);
-          expect(out[3 * i + 2]).toBe('FENCED');
+          expect((out[4 * i] as { fencingToken: bigint }).fencingToken).toBe(r.fencingToken);
+          expect(Buffer.from((out[4 * i + 1] as CheckpointRead).state!)).toEqual(state(i, round - 1));
+          expect(out[4 * i + 2]).toBe('FENCED');
+          expect(out[4 * i + 3]).toEqual({});
         });
       }
     } finally {
@@ -365,6 +374,7 @@ describe('the lease calls connection over TLS (private redis-server with a test 
       ],
       { env: { ...process.env, NODE_EXTRA_CA_CERTS: join(certs, 'cert.pem') }, timeout: 30_000 },
     );
-    expect(JSON.parse(stdout)).toEqual({ cmds: ['evalsha', 'hget'], token: true, state: 'over tls' });
+    // The child's last lease call, readCheckpoint, is one transaction (MULTI … EXEC) on that connection.
+    expect(JSON.parse(stdout)).toEqual({ cmds: ['exec', 'hget'], token: true, state: 'over tls' });
   }, 40_000);
 });

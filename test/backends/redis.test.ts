@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openRedis } from '../../src/backends/redis/index.ts';
 import { compareUtf8, fnv1a, INFO_FIELDS, LAYOUT_VERSION, Layout } from '../../src/backends/redis/layout.ts';
-import { later, NOW_STR } from '../../src/backends/redis/scripts.ts';
+import { later, NOW_STR, STAGED_MIN_BYTES } from '../../src/backends/redis/scripts.ts';
 import { startRedisServer } from '../../src/chaos/servers.ts';
 import { ServerClock } from '../../src/console/clock.ts';
 import { FleetModel } from '../../src/console/model.ts';
@@ -212,7 +212,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     for (const key of all) expect(key.startsWith(`${prefix}:`)).toBe(true);
     // Per key: its type, and that no lease data carries a Redis TTL (expired leases stay visible).
     const id = ids[0]!;
-    const [leases, stateKey, idx, exp, ix, chg, aud, idKey] = layout.keysOf(id);
+    const [leases, stateKey, idx, exp, ix, chg, aud, idKey, staging] = layout.keysOf(id);
     const expected: Record<string, string> = {
       [leases!]: 'hash',
       [stateKey!]: 'string',
@@ -254,6 +254,8 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
         state_size: '3',
       });
       expect(await admin.getBuffer(stateKey!)).toEqual(Buffer.from([0, 255, 1]));
+      // A large checkpoint's staging key lives only inside its transaction (scripts.ts, checkpointStaged).
+      expect(await admin.exists(staging!)).toBe(0);
       expect(await admin.zscore(idx!, id)).toBe('0');
       expect(Number(await admin.zscore(exp!, id))).toBe(Number(lease.expires_at));
       const [[, fields]] = (await admin.xrevrange(chg!, '+', '-', 'COUNT', 1)) as [[string, string[]]];
@@ -310,6 +312,95 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     await b.release(rec);
     expect((await b.admin.get('flushed'))?.ended).toBe('released');
     expect((await b.admin.changes({ cursor: await b.admin.changeCursor() })).gap).toBe(false);
+  });
+
+  it(`a checkpoint from ${STAGED_MIN_BYTES} bytes is stored as sent and leaves no staging key, on success, on every refusal and after NOSCRIPT${cluster ? '' : '; its bytes, and a read state, skip Lua (one transaction)'}`, async () => {
+    const { b, prefix } = await h.open();
+    const layout = new Layout(prefix, 32);
+    const node = async (id: string): Promise<Node> => nodeOfKey(url(), layout.m[layout.bucketOf(id)]!);
+    /**
+     * The last command of each of this backend's connections to the server of `id`'s bucket, after
+     * `fn` (per connection: commandstats would count other test files' commands on a shared server).
+     */
+    const lastCommands = async (id: string, fn: () => Promise<unknown>): Promise<string[]> => {
+      await fn();
+      const list = String(await withNode(await node(id), (r) => r.call('CLIENT', 'LIST', 'TYPE', 'normal')));
+      return list
+        .split('\n')
+        .filter((line) => line.includes(` name=worklease:${prefix} `))
+        .map((line) => / cmd=(\S+)/.exec(line)?.[1] ?? '');
+    };
+    const staged = async (id: string): Promise<number> =>
+      withNode(await node(id), (r) => r.exists(layout.stagingKey(layout.bucketOf(id), id)));
+    const bytes = (n: number, seed: number): Buffer =>
+      Buffer.from(Array.from({ length: n }, (_, i) => (i * 7 + seed) % 256));
+
+    const rec = await b.acquire('big', 'h1', LIVE);
+    if (!cluster) {
+      await leaseConnectionUp(url(), prefix);
+      // Its login's replies were written before this call's: once it answers, the connection is ready.
+      await b.renew(rec, LIVE);
+    }
+    const big = bytes(256 * 1024, 1);
+    // Standalone: one transaction (its last command EXEC) on the lease calls connection. A Cluster
+    // sends the plain script.
+    const viaExec = !cluster;
+    expect((await lastCommands('big', () => b.checkpoint(rec, big, LIVE))).includes('exec')).toBe(viaExec);
+    expect((await b.readCheckpoint(rec)).state).toEqual(big);
+    expect((await b.admin.get('big'))?.checkpointSize).toBe(big.length);
+    expect(await staged('big')).toBe(0);
+    // Just below the threshold: the plain script; at it: the transaction.
+    const below = await lastCommands('big', () => b.checkpoint(rec, bytes(STAGED_MIN_BYTES - 1, 2), LIVE));
+    expect(below).toContain('evalsha');
+    expect(below).not.toContain('exec');
+    const at = await lastCommands('big', () => b.checkpoint(rec, bytes(STAGED_MIN_BYTES, 3), LIVE));
+    expect(at.includes('exec')).toBe(viaExec);
+    expect((await b.readCheckpoint(rec)).state).toEqual(bytes(STAGED_MIN_BYTES, 3));
+    expect((await b.admin.get('big'))?.checkpointSize).toBe(STAGED_MIN_BYTES);
+
+    // readCheckpoint: on standalone one transaction too (the token check's script, then a GET).
+    const read = await lastCommands('big', () => b.readCheckpoint(rec));
+    expect(read.includes('exec')).toBe(viaExec);
+    const fresh = await b.acquire('big-fresh', 'h1', LIVE);
+    expect(await b.readCheckpoint(fresh)).toEqual({ state: null, cleanHandoff: true });
+
+    // Refusals store nothing and leave no staging key.
+    const stale = { ...rec, fencingToken: rec.fencingToken - 1n };
+    expect(await codeOf(b.readCheckpoint(stale))).toBe('FENCED');
+    expect(await codeOf(b.checkpoint(stale, bytes(64 * 1024, 4), LIVE))).toBe('FENCED');
+    expect(await codeOf(b.checkpoint({ ...rec, workId: 'never-acquired' }, big, LIVE))).toBe('FENCED');
+    expect(await staged('never-acquired')).toBe(0);
+    const short = await b.acquire('big-short', 'h1', 50);
+    await sleep(120);
+    expect(await codeOf(b.checkpoint(short, big, LIVE))).toBe('LEASE_EXPIRED');
+    expect(await staged('big-short')).toBe(0);
+    expect((await b.admin.get('big-short'))?.checkpointSize).toBeNull();
+    expect((await b.readCheckpoint(rec)).state).toEqual(bytes(STAGED_MIN_BYTES, 3));
+    expect(await staged('big')).toBe(0);
+
+    // After SCRIPT FLUSH the transaction's script answers NOSCRIPT: loaded, sent once more, stored.
+    await onMasters(url(), (r) => r.script('FLUSH'));
+    const again = bytes(300 * 1024, 5);
+    await b.checkpoint(rec, again, LIVE);
+    expect((await b.readCheckpoint(rec)).state).toEqual(again);
+    expect(await staged('big')).toBe(0);
+  });
+
+  it('prune deletes a staging key left behind with the lease and its checkpoint', async () => {
+    const { b, prefix } = await h.open();
+    const layout = new Layout(prefix, 32);
+    const rec = await b.acquire('left', 'h1', LIVE);
+    await b.checkpoint(rec, Uint8Array.of(1, 2, 3), LIVE);
+    await b.release(rec);
+    const bucket = layout.bucketOf('left');
+    const n = await nodeOfKey(url(), layout.m[bucket]!);
+    // What a transaction whose script failed would leave (scripts.ts, checkpointStaged).
+    await withNode(n, (r) => r.set(layout.stagingKey(bucket, 'left'), 'orphan'));
+    await sleep(5);
+    expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
+    await withNode(n, async (r) => {
+      expect(await r.exists(layout.stagingKey(bucket, 'left'), layout.stateKey(bucket, 'left'))).toBe(0);
+    });
   });
 
   it('reports a gap when the change stream is not the one the cursor read (deleted, then as many entries or more)', async () => {

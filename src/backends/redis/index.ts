@@ -49,6 +49,7 @@ import { ChangeWatch, changeCursor, changes } from './feed.ts';
 import { count, list } from './listing.ts';
 import { checkLayout, connect } from './open.ts';
 import { iso, parsePacked, parseRequest } from './packed.ts';
+import { STAGED_MIN_BYTES } from './scripts.ts';
 import { type Nullable, S, Sender } from './send.ts';
 
 export { parseRedisUrl } from './connection.ts';
@@ -166,13 +167,28 @@ class RedisDriver implements LeaseDriver {
     const bytes = Buffer.isBuffer(state)
       ? state
       : Buffer.from(state.buffer, state.byteOffset, state.byteLength);
-    const reply = await this.io.runHeld<string | unknown[]>(
-      'checkpoint',
-      S.checkpoint,
-      b,
-      [L.m[b]!, L.stateKey(b, record.workId)],
-      [record.workId, record.fencingToken.toString(), String(ttlMs), bytes],
-    );
+    const keys = [L.m[b]!, L.stateKey(b, record.workId)];
+    const token = record.fencingToken.toString();
+    // A large state skips Lua (scripts.ts, checkpointStaged); a small one costs less as one script.
+    const staged =
+      bytes.length < STAGED_MIN_BYTES
+        ? undefined
+        : await this.io.runHeldStaged<string | unknown[]>(
+            'checkpoint',
+            b,
+            L.stagingKey(b, record.workId),
+            bytes,
+            keys,
+            [record.workId, token, String(ttlMs), String(bytes.length)],
+          );
+    const reply =
+      staged ??
+      (await this.io.runHeld<string | unknown[]>('checkpoint', S.checkpoint, b, keys, [
+        record.workId,
+        token,
+        String(ttlMs),
+        bytes,
+      ]));
     const { request } = this.guarded(record, reply);
     if (this.io.durable) await this.io.confirm('checkpoint', b);
     return request === undefined ? {} : { releaseRequested: request };
@@ -211,16 +227,47 @@ class RedisDriver implements LeaseDriver {
     this.guarded(record, reply);
   }
 
-  /** One script: token, clean flag and state are read together from one consistent lease. */
+  /**
+   * Token, clean flag and state read together from one consistent lease. On the lease calls
+   * connection: one transaction of three reads, the lease, the state and the bucket's dataset id,
+   * checked here as the readCheckpoint script checks them, so no Lua runs and the bytes go from the
+   * GET to the socket (server instructions per read, callgrind, private Redis 7.0, 1 920 reads
+   * pipelined 16 at a time: 64 B 36.7k by the script / 17.3k this way, 1 KiB 47.7k / 17.7k, 64 KiB
+   * 997.6k / 84.0k: Redis hashes every byte of a string Lua gets, scripts.ts checkpointStaged).
+   * Elsewhere (a Cluster, durability on, that connection not up) the script.
+   */
   async readCheckpoint(record: LeaseRecord): Promise<CheckpointRead> {
     const L = this.io.layout;
     const b = L.bucketOf(record.workId);
+    const token = record.fencingToken.toString();
+    const tx = await this.io.transaction(
+      'readCheckpoint',
+      [
+        { name: 'hget', args: [L.m[b]!, record.workId] },
+        { name: 'get', args: [L.stateKey(b, record.workId)] },
+        { name: 'get', args: [L.id[b]!] },
+      ],
+      true,
+    );
+    if (tx !== undefined) {
+      this.io.fail('readCheckpoint', tx);
+      const [packed, state, dataset] = tx as [Buffer | null, Buffer | null, Buffer | null];
+      // As the script's pattern (scripts.ts, tokenAnd(11)): the token is field 2, the clean flag
+      // field 11, and a lease has more fields after it; a tombstone (a pruned item) has none.
+      const fields = packed === null ? [] : packed.toString('utf8').split('\n', 12);
+      const stored = fields.length === 12 ? fields[1]! : null;
+      if (stored !== token) {
+        this.io.checkRefusal('readCheckpoint', b, ['FENCED', stored, dataset?.toString('utf8') ?? null]);
+        throw this.fenced(record, stored);
+      }
+      return { state, cleanHandoff: fields[10] === '1' };
+    }
     const [first, second] = await this.io.runHeld<[Buffer, Buffer | null]>(
       'readCheckpoint',
       S.readCheckpoint,
       b,
       [L.m[b]!],
-      [record.workId, record.fencingToken.toString()],
+      [record.workId, token],
       true,
     );
     // The clean flag ('0' or '1') on success; 'FENCED' otherwise.

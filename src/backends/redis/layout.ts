@@ -15,6 +15,7 @@
  * | `<P>:{<P>:b<n>}:id`         | string  | the dataset id, the same in every bucket (see Dataset identity) |
  * | `<P>:{<P>:b<n>}:m`          | hash    | workId → the lease, packed (see below); after a prune, a tombstone: the last token |
  * | `<P>:{<P>:b<n>}:s:<workId>` | string  | the checkpoint bytes of one work item                          |
+ * | `<P>:{<P>:b<n>}:t:<workId>` | string  | a large checkpoint's bytes on their way in: written and renamed to `s:` (or deleted) within one transaction (scripts.ts, checkpointStaged), so it exists only if that transaction's script failed; prune deletes it |
  * | `<P>:{<P>:b<n>}:ids`        | zset    | workIds, score 0 (lexicographic index for paged listing; see Indexes) |
  * | `<P>:{<P>:b<n>}:exp`        | zset    | workId → expires_at ms, a lower bound (see scripts.ts), for prune (see Indexes) |
  * | `<P>:{<P>:b<n>}:ix`         | string  | `<stream id> <ordinal>`: the last change entry the indexes hold (see Indexes) |
@@ -168,6 +169,8 @@ export class Layout {
   readonly m: readonly string[];
   /** `<prefix>:{<prefix>:b<n>}:s:` — a checkpoint key is this plus the work id. */
   readonly statePrefixes: readonly string[];
+  /** `<prefix>:{<prefix>:b<n>}:t:` — a large checkpoint's staging key is this plus the work id. */
+  readonly stagingPrefixes: readonly string[];
   readonly ids: readonly string[];
   readonly exp: readonly string[];
   /** Where the indexes stand in the change stream (see Indexes). */
@@ -191,6 +194,7 @@ export class Layout {
     const base = tags.map((t) => `${prefix}:${t}`);
     this.m = base.map((k) => `${k}:m`);
     this.statePrefixes = base.map((k) => `${k}:s:`);
+    this.stagingPrefixes = base.map((k) => `${k}:t:`);
     this.ids = base.map((k) => `${k}:ids`);
     this.exp = base.map((k) => `${k}:exp`);
     this.ix = base.map((k) => `${k}:ix`);
@@ -215,6 +219,10 @@ export class Layout {
     return this.statePrefixes[bucket] + workId;
   }
 
+  stagingKey(bucket: number, workId: string): string {
+    return this.stagingPrefixes[bucket] + workId;
+  }
+
   /** Every key a lease call on `workId` may touch, the stream key also its channel (for tests and operators). */
   keysOf(workId: string): string[] {
     const b = this.bucketOf(workId);
@@ -227,6 +235,7 @@ export class Layout {
       this.chg[b]!,
       this.aud[b]!,
       this.id[b]!,
+      this.stagingKey(b, workId),
     ];
   }
 }

@@ -16,7 +16,7 @@ import { classifyRedisError } from './errors.ts';
 import { DEFAULT_BUCKETS, Layout } from './layout.ts';
 import type { ScriptDef } from './scripts.ts';
 import * as lua from './scripts.ts';
-import { Wire } from './wire.ts';
+import { Wire, type WireCommand, WireReplyError } from './wire.ts';
 
 export type Arg = string | Buffer | number;
 
@@ -45,6 +45,7 @@ export const S: Record<string, Script> & {
   acquire: script(lua.acquire),
   renew: script(lua.renew),
   checkpoint: script(lua.checkpoint),
+  checkpointStaged: script(lua.checkpointStaged),
   release: script(lua.release),
   forceRelease: script(lua.forceRelease),
   requestRelease: script(lua.requestRelease),
@@ -317,7 +318,74 @@ export class Sender {
    * refusal from a dataset other than the one this backend opened is DATASET_LOST.
    */
   async runHeld<T>(op: string, sc: Script, b: number, keys: Arg[], args: Arg[], buffers = false): Promise<T> {
-    const reply = await this.hot<T>(op, this.frame(sc, keys, args), buffers);
+    return this.checkRefusal(op, b, await this.hot<T>(op, this.frame(sc, keys, args), buffers));
+  }
+
+  /**
+   * `commands` as one transaction on the lease calls' connection (MULTI … EXEC in one write: no
+   * other command runs in between, and a connection lost before EXEC runs none of them), for the
+   * calls whose payload would otherwise pass through Lua (index.ts, checkpoint and readCheckpoint).
+   * Returns every command's reply, an error reply as a WireReplyError value (`fail` turns it into
+   * the call's error). Undefined when that connection is not ready (connecting, a Cluster,
+   * durability on): the caller then sends its plain script, with the same outcome.
+   */
+  async transaction(op: string, commands: WireCommand[], buffers: boolean): Promise<unknown[] | undefined> {
+    const w = this.wire;
+    if (w === null || !w.ready) {
+      w?.start();
+      return undefined;
+    }
+    try {
+      return (await w.transaction(commands, buffers)) as unknown[];
+    } catch (err) {
+      throw classifyRedisError(err, op, this.url);
+    }
+  }
+
+  /** Throws the first error reply among a {@link transaction}'s replies, classified. */
+  fail(op: string, replies: readonly unknown[]): void {
+    const failed = replies.find((x) => x instanceof WireReplyError);
+    if (failed !== undefined) throw classifyRedisError(failed, op, this.url);
+  }
+
+  /**
+   * A large checkpoint as one {@link transaction}: `SET staging bytes`, then the script
+   * (scripts.ts, checkpointStaged) as {@link runHeld} sends it; its reply, or undefined as there. A
+   * NOSCRIPT (the server's script cache was emptied: the script did not run, and the SET wrote only
+   * the staging key, which the next attempt writes again) loads the script and sends the
+   * transaction once more, as {@link hot} re-sends a script as EVAL.
+   */
+  async runHeldStaged<T>(
+    op: string,
+    b: number,
+    staging: string,
+    bytes: Buffer,
+    keys: Arg[],
+    args: Arg[],
+  ): Promise<T | undefined> {
+    const s = this.scriptFor(S.checkpointStaged);
+    const commands = [
+      { name: 'set', args: [staging, bytes] },
+      { name: 'evalsha', args: this.frame(s, [...keys, staging], args) },
+    ];
+    for (let attempt = 0; ; attempt++) {
+      const replies = await this.transaction(op, commands, false);
+      if (replies === undefined) return undefined;
+      const reply = replies[1];
+      if (attempt === 0 && reply instanceof WireReplyError && /^NOSCRIPT/.test(reply.message)) {
+        await this.send(op, 'script', ['load', s.lua]);
+        continue;
+      }
+      this.fail(op, replies);
+      return this.checkRefusal(op, b, reply as T);
+    }
+  }
+
+  /**
+   * A refusal (scripts.ts, REFUSE: `[word, value, the bucket's dataset id]`) from a dataset other
+   * than the one this backend opened is DATASET_LOST.
+   */
+  checkRefusal<T>(op: string, b: number, reply: T): T {
     if (Array.isArray(reply) && reply.length === 3) {
       const found = reply[2] === null ? null : String(reply[2]);
       if (found !== this.dataset) throw this.lost(op, b, found);

@@ -36,6 +36,11 @@ export class WireReplyError extends Error {
 }
 
 export type WireArg = string | Buffer | number;
+/** One command of a {@link Wire.transaction}. */
+export interface WireCommand {
+  name: string;
+  args: readonly WireArg[];
+}
 /** A piece of a frame as written to the socket. */
 type Part = string | Buffer;
 
@@ -47,6 +52,11 @@ interface Waiting {
   reject(err: Error): void;
   /** Failed already (deadline, socket closed): its reply is read and dropped. */
   done: boolean;
+  /**
+   * Replies to read and drop before this call's own: a transaction's `+OK` (MULTI) and `+QUEUED`s
+   * ({@link Wire.transaction}); its own is EXEC's. 0 for a single command.
+   */
+  skip: number;
 }
 
 /** Marks a reply that has not fully arrived yet; {@link parseReply} then sets {@link needed}. */
@@ -206,6 +216,39 @@ export class Wire {
    * Only when {@link ready}: the Sender checks first.
    */
   call(name: string, args: readonly WireArg[], buffers: boolean): Promise<unknown> {
+    return this.send(frame(name, args), 0, buffers);
+  }
+
+  /**
+   * Writes `MULTI`, `commands` and `EXEC` in one write and returns EXEC's reply: an array of the
+   * commands' replies, an error reply among them as a {@link WireReplyError} value. A transaction
+   * the server discarded (a command refused while queued) rejects with EXECABORT; one whose
+   * connection closed before EXEC ran nothing (the server drops the queued commands), but the call
+   * still fails as any written call does (it cannot tell how far the server got).
+   */
+  transaction(
+    commands: ReadonlyArray<{ name: string; args: readonly WireArg[] }>,
+    buffers: boolean,
+  ): Promise<unknown> {
+    // One string when no argument is a Buffer (one chunk to write), else the parts around them.
+    let head = '*1\r\n$5\r\nMULTI\r\n';
+    let parts: Part[] | null = null;
+    for (const c of commands) {
+      const f = frame(c.name, c.args);
+      if (typeof f === 'string') head += f;
+      else {
+        parts ??= [];
+        parts.push(head + (f[0] as string), ...f.slice(1, -1));
+        head = f[f.length - 1] as string;
+      }
+    }
+    head += '*1\r\n$4\r\nEXEC\r\n';
+    if (parts === null) return this.send(head, commands.length + 1, buffers);
+    parts.push(head);
+    return this.send(parts, commands.length + 1, buffers);
+  }
+
+  private send(data: string | Part[], skip: number, buffers: boolean): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const w: Waiting = {
         deadline: Date.now() + this.options.callTimeoutMs,
@@ -213,8 +256,9 @@ export class Wire {
         resolve,
         reject,
         done: false,
+        skip,
       };
-      this.write(frame(name, args));
+      this.write(data);
       this.waiting.push(w);
       if (this.sweeper === null) {
         this.sweeper = setInterval(() => this.sweep(), this.options.tickMs);
@@ -300,6 +344,7 @@ export class Wire {
           socket.destroy();
         },
         done: false,
+        skip: 0,
       });
       out += frame(args[0] as string, args.slice(1)) as string;
     }
@@ -330,6 +375,11 @@ export class Wire {
       }
       if (r === INCOMPLETE) break;
       pos = r.end;
+      if (w.skip > 0) {
+        // MULTI's +OK or a +QUEUED: a command refused while queued also makes EXEC fail (EXECABORT).
+        w.skip--;
+        continue;
+      }
       this.waiting[this.head++] = undefined as unknown as Waiting;
       if (!w.done) {
         w.done = true;
