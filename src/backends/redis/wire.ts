@@ -226,10 +226,7 @@ export class Wire {
    * connection closed before EXEC ran nothing (the server drops the queued commands), but the call
    * still fails as any written call does (it cannot tell how far the server got).
    */
-  transaction(
-    commands: ReadonlyArray<{ name: string; args: readonly WireArg[] }>,
-    buffers: boolean,
-  ): Promise<unknown> {
+  transaction(commands: readonly WireCommand[], buffers: boolean): Promise<unknown> {
     // One string when no argument is a Buffer (one chunk to write), else the parts around them.
     let head = '*1\r\n$5\r\nMULTI\r\n';
     let parts: Part[] | null = null;
