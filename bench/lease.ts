@@ -313,8 +313,9 @@ ${kind}: same work (each call against a raw baseline of its own shape), median o
  * share of a ratio above from the client's. Each figure is `usec / calls` of INFO commandstats'
  * lease calls (bench/server-time.ts: EVALSHAs, and EXECs of calls sent as a transaction) read
  * around a pass of that call alone (400 calls at 1 in flight, `--ops` at 64), median of `--rounds`
- * passes; calls of other clients of a shared server during a pass count too. At 1 in flight the server runs each call from cold caches after waiting for it, so
- * every figure there is larger than at 64.
+ * passes; calls of other clients of a shared server during a pass count too. At 1 in flight the
+ * server runs each call from cold caches after waiting for it, so every figure there is larger
+ * than at 64.
  */
 async function printServerTimes(url: string, backend: LeaseBackend, baseline: Baseline): Promise<void> {
   const stats = scriptTimes(url);

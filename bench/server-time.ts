@@ -1,12 +1,13 @@
 /**
  * The Redis server's time in lease calls, from INFO commandstats: a call is one EVALSHA, or one
- * transaction (MULTI … EXEC: the lease calls connection's readCheckpoint, src/backends/redis/index.ts),
- * whose commands run within EXEC's time. Read around a pass, the difference is that pass's server
- * time (the INFO call itself is neither); other clients' calls on a shared server during the pass
- * count too. Neither line holds the server's reading and queueing of a transaction's commands
- * before EXEC (nor the reading of an EVALSHA's arguments): callgrind counts those (scripts.ts,
- * checkpointStaged; index.ts, readCheckpoint). A transaction that holds an EVALSHA (a checkpoint of 8 KiB or more) would be counted
- * twice, in both lines; no bench pass sends one.
+ * transaction (MULTI … EXEC: the lease calls connection's readCheckpoint,
+ * src/backends/redis/index.ts), whose commands run within EXEC's time. Read around a pass, the
+ * difference is that pass's server time (the INFO call itself is neither); other clients' calls on
+ * a shared server during the pass count too. Neither line holds the server's reading and queueing
+ * of a transaction's commands before EXEC (nor the reading of an EVALSHA's arguments): callgrind
+ * counts those (scripts.ts, checkpointStaged; index.ts, readCheckpoint). A transaction that holds
+ * an EVALSHA (a checkpoint of 8 KiB or more) would be counted twice, in both lines; no bench pass
+ * sends one.
  */
 import { Redis } from 'ioredis';
 
@@ -20,9 +21,6 @@ function line(info: string, command: string): ScriptTime {
   const m = new RegExp(`cmdstat_${command}:calls=(\\d+),usec=(\\d+)`).exec(info);
   return m === null ? { calls: 0, usec: 0 } : { calls: Number(m[1]), usec: Number(m[2]) };
 }
-
-/** The EVALSHA line of an INFO commandstats reply; zeros before the server's first EVALSHA. */
-export const parseEvalsha = (info: string): ScriptTime => line(info, 'evalsha');
 
 /** Lease calls in an INFO commandstats reply: EVALSHAs and EXECs, with the usec of those and of MULTI. */
 export function parseCallTime(info: string): ScriptTime {

@@ -358,7 +358,7 @@ describe.each(targets)('Redis backend on $name', ({ name, url }) => {
     expect((await b.readCheckpoint(rec)).state).toEqual(bytes(STAGED_MIN_BYTES, 3));
     expect((await b.admin.get('big'))?.checkpointSize).toBe(STAGED_MIN_BYTES);
 
-    // readCheckpoint: on standalone one transaction too (the token check's script, then a GET).
+    // readCheckpoint: on standalone one transaction too (reads of the lease, the state and the dataset id).
     const read = await lastCommands('big', () => b.readCheckpoint(rec));
     expect(read.includes('exec')).toBe(viaExec);
     const fresh = await b.acquire('big-fresh', 'h1', LIVE);

@@ -2,39 +2,27 @@
 
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { parseCallTime, parseEvalsha, scriptTimes } from '../../bench/server-time.ts';
+import { parseCallTime, scriptTimes } from '../../bench/server-time.ts';
 import { REDIS_URL } from '../support/backends.ts';
 
-describe('parseEvalsha', () => {
-  it("reads the EVALSHA line's calls and usec, not another command's", () => {
+describe('parseCallTime', () => {
+  it('counts EVALSHAs and EXECs as calls, with the usec of EVALSHA, EXEC and MULTI, and no other line', () => {
     const info = [
       '# Commandstats',
       'cmdstat_eval:calls=7,usec=900,usec_per_call=128.57,rejected_calls=0,failed_calls=0',
-      'cmdstat_evalsha:calls=2000,usec=26170,usec_per_call=13.09,rejected_calls=0,failed_calls=1',
-      'cmdstat_info:calls=12,usec=400,usec_per_call=33.33,rejected_calls=0,failed_calls=0',
-    ].join('\r\n');
-    expect(parseEvalsha(info)).toEqual({ calls: 2000, usec: 26170 });
-  });
-
-  it('reads zeros before the server ran any EVALSHA', () => {
-    expect(parseEvalsha('# Commandstats\r\ncmdstat_ping:calls=1,usec=2,usec_per_call=2.00\r\n')).toEqual({
-      calls: 0,
-      usec: 0,
-    });
-  });
-});
-
-describe('parseCallTime', () => {
-  it('counts EVALSHAs and EXECs as calls, and the usec of EVALSHA, EXEC and MULTI', () => {
-    const info = [
-      '# Commandstats',
       'cmdstat_evalsha:calls=2000,usec=26170,usec_per_call=13.09,rejected_calls=0,failed_calls=1',
       'cmdstat_multi:calls=300,usec=30,usec_per_call=0.10,rejected_calls=0,failed_calls=0',
       'cmdstat_exec:calls=300,usec=900,usec_per_call=3.00,rejected_calls=0,failed_calls=0',
       'cmdstat_get:calls=600,usec=240,usec_per_call=0.40,rejected_calls=0,failed_calls=0',
     ].join('\r\n');
     expect(parseCallTime(info)).toEqual({ calls: 2300, usec: 27100 });
-    expect(parseCallTime('# Commandstats\r\n')).toEqual({ calls: 0, usec: 0 });
+  });
+
+  it('reads zeros before the server ran any of them', () => {
+    expect(parseCallTime('# Commandstats\r\ncmdstat_ping:calls=1,usec=2,usec_per_call=2.00\r\n')).toEqual({
+      calls: 0,
+      usec: 0,
+    });
   });
 });
 
