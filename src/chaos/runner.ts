@@ -236,6 +236,16 @@ function inProcessHolders(
   };
 }
 
+/** A copy of `list` in random order (Fisher–Yates). */
+function shuffled<T>(list: readonly T[]): T[] {
+  const out = [...list];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
 async function readFinals(admin: () => Promise<LeaseBackend>, items: string[]): Promise<FinalState[]> {
   const finals: FinalState[] = [];
   for (const item of items) {
@@ -411,69 +421,83 @@ async function runOn(options: ChaosOptions, pair: ReplicatedRedis | null): Promi
         return;
       }
       case 'force-release': {
-        const item = items[Math.floor(Math.random() * items.length)]!;
-        const admin = await adminNow();
-        const info = await admin.admin.get(item);
-        if (info === null) return;
-        const started = now();
-        const event: Omit<CallEvent, 'outcome' | 'end' | 'token'> = {
-          type: 'call',
-          item,
-          holder: 'operator',
-          call: 'forceRelease',
-          start: started,
-        };
-        try {
-          const after = await admin.admin.forceRelease(item, {
-            expectedToken: info.fencingToken,
-            operator: 'chaos',
-            reason: 'chaos fault injection',
-          });
-          history.push({ ...event, token: after.fencingToken.toString(), outcome: 'ok', end: now() });
-          history.push({
-            type: 'fault',
-            kind: 'force-release',
-            at: started,
-            detail: `${item} from ${info.holderId}`,
-          });
-        } catch (err) {
-          history.push({ ...event, token: null, outcome: outcomeOf(err), end: now(), error: String(err) });
-        }
+        // Items in random order until one force-release lands: after a wipe most items have no
+        // lease, and a holder may move its token on between the read and the call.
+        for (const item of shuffled(items)) if (await forceRelease(item)) return;
         return;
       }
       case 'request-release': {
-        const item = items[Math.floor(Math.random() * items.length)]!;
-        const admin = await adminNow();
-        const info = await admin.admin.get(item);
-        if (info === null) return;
-        const started = now();
-        const token = info.fencingToken.toString();
-        const event: Omit<CallEvent, 'outcome' | 'end'> = {
-          type: 'call',
-          item,
-          holder: 'operator',
-          call: 'requestRelease',
-          start: started,
-          token,
-        };
-        try {
-          await admin.admin.requestRelease(item, {
-            expectedToken: info.fencingToken,
-            operator: 'chaos',
-            reason: 'chaos fault injection',
-          });
-          history.push({ ...event, outcome: 'ok', end: now() });
-          history.push({
-            type: 'fault',
-            kind: 'request-release',
-            at: started,
-            detail: `${item} from ${info.holderId}`,
-          });
-        } catch (err) {
-          history.push({ ...event, outcome: outcomeOf(err), end: now(), error: String(err) });
-        }
+        for (const item of shuffled(items)) if (await requestRelease(item)) return;
         return;
       }
+    }
+  }
+
+  /** One operator force-release of `item`'s lease, recorded; true when it landed. */
+  async function forceRelease(item: string): Promise<boolean> {
+    const admin = await adminNow();
+    const info = await admin.admin.get(item);
+    if (info === null) return false;
+    const started = now();
+    const event: Omit<CallEvent, 'outcome' | 'end' | 'token'> = {
+      type: 'call',
+      item,
+      holder: 'operator',
+      call: 'forceRelease',
+      start: started,
+    };
+    try {
+      const after = await admin.admin.forceRelease(item, {
+        expectedToken: info.fencingToken,
+        operator: 'chaos',
+        reason: 'chaos fault injection',
+      });
+      history.push({ ...event, token: after.fencingToken.toString(), outcome: 'ok', end: now() });
+      history.push({
+        type: 'fault',
+        kind: 'force-release',
+        at: started,
+        detail: `${item} from ${info.holderId}`,
+      });
+      return true;
+    } catch (err) {
+      history.push({ ...event, token: null, outcome: outcomeOf(err), end: now(), error: String(err) });
+      return false;
+    }
+  }
+
+  /** One operator release request on `item`'s lease, recorded; true when it landed. */
+  async function requestRelease(item: string): Promise<boolean> {
+    const admin = await adminNow();
+    const info = await admin.admin.get(item);
+    if (info === null) return false;
+    const started = now();
+    const token = info.fencingToken.toString();
+    const event: Omit<CallEvent, 'outcome' | 'end'> = {
+      type: 'call',
+      item,
+      holder: 'operator',
+      call: 'requestRelease',
+      start: started,
+      token,
+    };
+    try {
+      await admin.admin.requestRelease(item, {
+        expectedToken: info.fencingToken,
+        operator: 'chaos',
+        reason: 'chaos fault injection',
+      });
+      history.push({ ...event, outcome: 'ok', end: now() });
+      history.push({
+        type: 'fault',
+        kind: 'request-release',
+        at: started,
+        detail: `${item} from ${info.holderId}`,
+      });
+      return true;
+    } catch (err) {
+      history.push({ ...event, outcome: outcomeOf(err), end: now(), error: String(err) });
+      return false;
     }
   }
 }

@@ -147,17 +147,18 @@ describe.each(targets)('heartbeat checks on $kind', (target) => {
 
   it('never shows a lease kept alive by renews as expired, across many sweeps with a short ttl', async () => {
     const writer = await open();
-    // The ttl (600 ms) is far shorter than the interval (1 s): between two sweeps every row the
-    // model holds is past its expiresAt by the backend's clock. Renews every 100 ms leave 500 ms
-    // for a stall of this process (with 400 ms, the lease once ran out under a loaded test run).
+    // The ttl (800 ms) is shorter than the interval (1 s): before each sweep every row the model
+    // holds is past its expiresAt by the backend's clock. Renews every 100 ms leave 700 ms for a
+    // stall of this process (with 400 ms and with 500 ms, the lease ran out under a loaded test
+    // run: on PGlite a renew waits behind the sweep's read in the same thread).
     const { model, clock } = await startModel(writer, { heartbeatCheckMs: 1000 });
     closers.push(() => model.close());
-    let rec = await writer.acquire('kept-alive', 'worker-c', 600);
+    let rec = await writer.acquire('kept-alive', 'worker-c', 800);
     let renewing = true;
     const renewer = (async () => {
       while (renewing) {
         await sleep(100);
-        rec = await writer.renew(rec, 600);
+        rec = await writer.renew(rec, 800);
       }
     })();
     try {
