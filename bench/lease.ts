@@ -36,6 +36,11 @@
  * Redis also prints each call's server time beside the raw script's (INFO commandstats), at 1 and
  * 64 in flight: the part of a ratio that no client-side work can recover.
  *
+ * The lease calls run as a backend opened with defaults does: on standalone Redis a lone call
+ * busy-polls for its reply (OpenOptions.busyPollMs, src/backends/redis/wire.ts), which the raw
+ * baselines' clients do not; at 1 in flight that is part of the ratio. `npm run bench:redlock`
+ * prints a row with `busyPollMs: 0` beside the default and the client CPU of both.
+ *
  * A second table, "same work", reads two calls against a raw statement of their own shape, beside
  * the targets' baseline above (which is not changed by it): acquire, which always takes a work
  * item never seen before, against the raw upsert / script on a key never used before (a new row, a

@@ -22,7 +22,10 @@
  * connection (src/backends/redis/wire.ts), which is all of redlock's server work with worklease's
  * client, and two PINGs through that connection, which is the round trips alone. A worklease cycle
  * does strictly more server work than redlock's scripts (a fencing token, the server's clock, a
- * change entry per ownership change), so the first row is above what it can reach.
+ * change entry per ownership change), so the first row is above what it can reach. Those rows and
+ * worklease's busy-poll while a lone call waits (OpenOptions.busyPollMs, wire.ts), as a backend
+ * does by default; one more row, a backend opened with `busyPollMs: 0`, shows what that gives, and
+ * `cpu us/call` what it costs.
  *
  * Usage: npm run bench:redlock -- [--redis <url>] [--rounds 3] [--ops 10000]
  */
@@ -31,6 +34,7 @@ import { createRequire } from 'node:module';
 import { Redis } from 'ioredis';
 import Redlock from 'redlock';
 import { parseRedisUrl } from '../src/backends/redis/connection.ts';
+import { defaultBusyPollMs } from '../src/backends/redis/poll.ts';
 import { Wire } from '../src/backends/redis/wire.ts';
 import { openBackend } from '../src/index.ts';
 import { benchArgs, intArg } from './args.ts';
@@ -56,6 +60,7 @@ const TARGET = 1.2;
 export async function benchRedlock(opts: { url: string; rounds: number; ops: number }): Promise<void> {
   const ns = `bench_${randomBytes(4).toString('hex')}`;
   const backend = await openBackend(opts.url, { keyPrefix: ns });
+  const quiet = await openBackend(opts.url, { keyPrefix: ns, busyPollMs: 0 });
   const client = new Redis(opts.url);
   // @types/redlock describes ioredis 4's eval signature; redlock only calls evalsha(sha, args,
   // callback) and eval(args, callback), which ioredis 5 takes as they are.
@@ -71,6 +76,13 @@ export async function benchRedlock(opts: { url: string; rounds: number; ops: num
         await backend.release(lease);
       },
     };
+    const unpolled: Contender = {
+      name: 'worklease, busyPollMs=0',
+      prepare: async () => async (_i, w) => {
+        const lease = await quiet.acquire(`q${w}`, 'bench-holder', TTL_MS);
+        await quiet.release(lease);
+      },
+    };
     const node: Contender = {
       name: 'redlock lock+unlock',
       prepare: async () => async (_i, w) => {
@@ -81,6 +93,7 @@ export async function benchRedlock(opts: { url: string; rounds: number; ops: num
     // Warm up both: connections, script caches (redlock loads its scripts on the first NOSCRIPT).
     await measure(500, 64, await worklease.prepare(500, 64));
     await measure(500, 64, await node.prepare(500, 64));
+    await measure(500, 64, await unpolled.prepare(500, 64));
     console.log(
       `\nredis (${backend.url}): worklease vs redlock ${REDLOCK_VERSION}, ${opts.ops} cycles per measurement, median of ${opts.rounds}, load average ${loadText()}`,
     );
@@ -88,7 +101,7 @@ export async function benchRedlock(opts: { url: string; rounds: number; ops: num
     const bound = await bounds(opts.url, ns, redlock);
     try {
       for (const inFlight of [1, 64]) {
-        const others = inFlight === 1 ? bound.contenders : [];
+        const others = inFlight === 1 ? [unpolled, ...bound.contenders] : [];
         const rows = await interleave(node, [worklease, ...others], {
           ops: opts.ops,
           inFlight,
@@ -105,6 +118,7 @@ export async function benchRedlock(opts: { url: string; rounds: number; ops: num
     console.log(`load average ${loadText()}`);
   } finally {
     await backend.close();
+    await quiet.close();
     client.disconnect();
     await unlinkPrefix(opts.url, ns);
   }
@@ -127,6 +141,7 @@ async function bounds(
     connectTimeoutMs: 5000,
     callTimeoutMs: 5000,
     tickMs: 100,
+    busyPollMs: defaultBusyPollMs(),
   });
   wire.start();
   for (let i = 0; !wire.ready; i++) {

@@ -60,6 +60,8 @@ export interface ResolvedOptions {
   maxStateBytes: number;
   poolSize: number;
   callTimeoutMs: number;
+  /** Redis: the lease calls connection's busy poll bound, ms (wire.ts); null when not given. */
+  busyPollMs: number | null;
   telemetry: TelemetryOptions;
   durability: ResolvedDurability;
 }
@@ -113,6 +115,25 @@ export function checkDurability(kind: BackendKind, d: ResolvedDurability): void 
   }
 }
 
+/** The largest busy poll bound (OpenOptions.busyPollMs), ms. */
+const MAX_BUSY_POLL_MS = 10;
+
+function checkBusyPollMs(value: unknown): number {
+  if (typeof value !== 'number' || !(value >= 0 && value <= MAX_BUSY_POLL_MS)) {
+    throw new InvalidArgumentError(
+      `options.busyPollMs must be a number of milliseconds from 0 to ${MAX_BUSY_POLL_MS} (such as 0.1), got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+/** Refuses a busy poll bound on a backend that has no such poll (before any I/O). */
+export function checkBusyPoll(kind: BackendKind, busyPollMs: number | null): void {
+  if (busyPollMs !== null && kind !== 'redis' && kind !== 'redis-cluster') {
+    throw new InvalidArgumentError(`options.busyPollMs is for Redis; ${kind} has no busy poll`);
+  }
+}
+
 const NAME = /^[a-z_][a-z0-9_]{0,39}$/;
 const PREFIX = /^[A-Za-z0-9_.:-]{1,64}$/;
 
@@ -124,6 +145,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     'maxStateBytes',
     'poolSize',
     'callTimeoutMs',
+    'busyPollMs',
     'durability',
     'logger',
     'meterProvider',
@@ -157,6 +179,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     ),
     poolSize: checkInt('options.poolSize', o.poolSize, 1, 1000, 10),
     callTimeoutMs,
+    busyPollMs: o.busyPollMs === undefined ? null : checkBusyPollMs(o.busyPollMs),
     durability: resolveDurability(o.durability, callTimeoutMs),
     telemetry: {
       ...(o.logger === undefined ? {} : { logger: o.logger }),
@@ -190,6 +213,7 @@ export function resolveTarget(
   if (!kinds.includes(address.kind)) throw new InvalidArgumentError(`not a ${what} URL: ${redactUrl(url)}`);
   const resolved = resolveOptions(address.options);
   checkDurability(address.kind, resolved.durability);
+  checkBusyPoll(address.kind, resolved.busyPollMs);
   return { address, options: resolved, url: effectiveUrl(address, resolved) };
 }
 

@@ -77,6 +77,13 @@ function wholeNumber(text: string, name: string): number {
   return Number(text);
 }
 
+function decimal(text: string, name: string): number {
+  if (!/^[0-9]{1,6}(\.[0-9]{1,6})?$/.test(text)) {
+    throw new InvalidArgumentError(`URL option ${name} must be a decimal number such as 0.1, got '${text}'`);
+  }
+  return Number(text);
+}
+
 /**
  * Every query option a backend URL may carry. To add an open option, add its
  * `OpenOptions` field and one row here; the CLI and the console pick it up.
@@ -90,6 +97,12 @@ export const URL_OPTIONS: Readonly<Record<string, UrlOption>> = {
     to: 'open',
     parse: wholeNumber,
     about: 'how long one call may wait for the server, ms (default 10000)',
+  },
+  busyPollMs: {
+    kinds: REDIS,
+    to: 'open',
+    parse: decimal,
+    about: 'how long a lone lease call busy-polls for its reply, ms (default 0.1; 0 never)',
   },
   poolSize: { kinds: ['postgres'], to: 'open', parse: wholeNumber, about: 'connections (default 10)' },
   maxStateBytes: {

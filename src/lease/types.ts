@@ -391,6 +391,17 @@ export interface OpenOptions extends TelemetryOptions {
   /** How long one call may wait for the server before failing with BACKEND_UNAVAILABLE. Default 10 000 ms. */
   callTimeoutMs?: number;
   /**
+   * Redis: how long, in milliseconds, the process busy-polls for the reply of a lease call sent
+   * while no other is in flight, before it sleeps until the reply comes; 0 never polls, at most 10.
+   * Default 0.1 (100 µs), and 0 on a host with a single CPU (where the poll would hold the core a local server needs).
+   * Polling skips the kernel's wake-up of a sleeping process, a large part of a round trip to a
+   * server on the same host, for some client CPU; it only runs while such replies come within the
+   * bound on average, so a server across a network gets none. Standalone Redis without
+   * `durability` only (elsewhere the lease calls go through ioredis, which does not poll). Not
+   * accepted by PostgreSQL or PGlite.
+   */
+  busyPollMs?: number;
+  /**
    * When a write counts as done (docs/durability.md). Default: when the primary applied it. A write
    * that did not get the confirmation asked for fails with NOT_DURABLE (it may or may not survive).
    */

@@ -53,7 +53,13 @@ describe('resolveBackendUrl', () => {
     expect(refusal(() => resolveBackendUrl('redis://h?schema=x'))).toBe(
       `unknown option 'schema' in backend URL 'redis://h?schema=x' (known for redis: ${urlOptionNames('redis').join(', ')})`,
     );
-    expect(urlOptionNames('redis')).toEqual(['keyPrefix', 'callTimeoutMs', 'maxStateBytes', 'tls']);
+    expect(urlOptionNames('redis')).toEqual([
+      'keyPrefix',
+      'callTimeoutMs',
+      'busyPollMs',
+      'maxStateBytes',
+      'tls',
+    ]);
     expect(urlOptionNames('pglite')).toEqual(['schema', 'callTimeoutMs', 'maxStateBytes']);
     expect(refusal(() => resolveBackendUrl('postgres://h/db?application_name=x'))).toMatch(/unknown option/);
     expect(refusal(() => resolveBackendUrl('postgres://h/db?sslmode=a&sslmode=b'))).toMatch(/given twice/);

@@ -14,6 +14,7 @@ import type { RedisClient, RedisTarget } from './connection.ts';
 import { Cork } from './cork.ts';
 import { classifyRedisError } from './errors.ts';
 import { DEFAULT_BUCKETS, Layout } from './layout.ts';
+import { defaultBusyPollMs } from './poll.ts';
 import type { ScriptDef } from './scripts.ts';
 import * as lua from './scripts.ts';
 import { Wire, type WireCommand, WireReplyError } from './wire.ts';
@@ -193,6 +194,7 @@ export class Sender {
             connectTimeoutMs: Math.max(1, Math.floor(this.callTimeoutMs / 2)),
             callTimeoutMs: this.callTimeoutMs,
             tickMs: tickFor(this.callTimeoutMs),
+            busyPollMs: options.busyPollMs ?? defaultBusyPollMs(),
           })
         : null;
   }

@@ -24,11 +24,25 @@
  * - Corking, shared with the Sender (cork.ts): a call sent while none waits is written at once;
  *   calls sent while others wait are written into a cork flushed every 8 frames and at the end
  *   of the tick.
+ *
+ * Busy poll (`busyPollMs`, OpenOptions): while a lone call waits (written when no other call was
+ * in flight), the event loop keeps polling the socket instead of sleeping, for at most that many
+ * ms (0.1 by default), the way an adaptive lock spins before it parks. A thread asleep in
+ * epoll_wait is woken by the kernel when the reply lands, and on an idle machine (a virtual one
+ * most of all) that wake-up is a large part of a round trip on the same host: a PING through a Node socket took 47–48 us,
+ * 40–41 us while polling (shared Redis 7.0 on loopback, 6 alternating runs of 4 000, load 0.5),
+ * for 13–14 us more client CPU per round trip. The poll is a chain of setImmediate callbacks, so
+ * I/O and timers run between them as usual (libuv polls without blocking while one is pending);
+ * it stops at the reply, at the bound, or when the connection closes. It does not run on a host
+ * with a single CPU, nor while lone calls' replies take longer than the bound on average (a server
+ * across a network), see poll.ts. With many calls in flight the loop has work anyway and nothing
+ * polls.
  */
 import net from 'node:net';
 import tls from 'node:tls';
 import type { RedisTarget } from './connection.ts';
 import { Cork } from './cork.ts';
+import { PollPolicy } from './poll.ts';
 
 /** A Redis error reply (its message is the reply, e.g. `NOSCRIPT No matching script…`). */
 export class WireReplyError extends Error {
@@ -52,6 +66,8 @@ interface Waiting {
   reject(err: Error): void;
   /** Failed already (deadline, socket closed): its reply is read and dropped. */
   done: boolean;
+  /** performance.now() when written, for a lone call (none other in flight); else 0. */
+  lone: number;
   /**
    * Replies to read and drop before this call's own: a transaction's `+OK` (MULTI) and `+QUEUED`s
    * ({@link Wire.transaction}); its own is EXEC's. 0 for a single command.
@@ -172,6 +188,8 @@ export interface WireOptions {
   callTimeoutMs: number;
   /** Deadline checks, ms (deadlines.ts, tickFor). */
   tickMs: number;
+  /** How long a lone call's wait may busy-poll, ms (see the header); 0: never. */
+  busyPollMs: number;
 }
 
 export class Wire {
@@ -190,11 +208,22 @@ export class Wire {
   /** This tick's writes while others are in flight (cork.ts). */
   private readonly cork = new Cork();
   private sweeper: NodeJS.Timeout | null = null;
+  /** Busy poll (see the header): when a lone call polls, whether a poll chain runs, until when. */
+  readonly pollPolicy: PollPolicy;
+  private polling = false;
+  private pollUntil = 0;
 
   constructor(
     private readonly target: RedisTarget,
     private readonly options: WireOptions,
-  ) {}
+  ) {
+    this.pollPolicy = new PollPolicy(options.busyPollMs);
+  }
+
+  /** True while a busy poll runs (see the header). */
+  get busyPolling(): boolean {
+    return this.polling;
+  }
 
   /** True while a frame sent now is written to a logged-in socket. */
   get ready(): boolean {
@@ -254,8 +283,12 @@ export class Wire {
         reject,
         done: false,
         skip,
+        lone: 0,
       };
-      this.write(data);
+      if (this.write(data)) {
+        w.lone = performance.now();
+        if (this.pollPolicy.choose()) this.poll(w.lone);
+      }
       this.waiting.push(w);
       if (this.sweeper === null) {
         this.sweeper = setInterval(() => this.sweep(), this.options.tickMs);
@@ -272,7 +305,8 @@ export class Wire {
     this.drop(new Error('Connection is closed.'));
   }
 
-  private write(data: string | Part[]): void {
+  /** Writes a frame; true when it is a lone call's (written at once, no other call in flight). */
+  private write(data: string | Part[]): boolean {
     const s = this.socket!;
     if (this.inFlight === 0 && !this.cork.active) {
       if (typeof data === 'string') s.write(data);
@@ -282,13 +316,30 @@ export class Wire {
         for (const p of data) s.write(p);
         s.uncork();
       }
-      return;
+      return true;
     }
     this.cork.hold(s);
     if (typeof data === 'string') s.write(data);
     else for (const p of data) s.write(p);
     this.cork.wrote();
+    return false;
   }
+
+  /** Busy-polls (see the header) until a lone call written at `from` (performance.now()) is answered, or the bound. */
+  private poll(from: number): void {
+    this.pollUntil = from + this.pollPolicy.boundMs;
+    if (this.polling) return;
+    this.polling = true;
+    setImmediate(this.pollStep);
+  }
+
+  private readonly pollStep = (): void => {
+    if (this.inFlight === 0 || performance.now() >= this.pollUntil) {
+      this.polling = false;
+      return;
+    }
+    setImmediate(this.pollStep);
+  };
 
   private connect(): void {
     const node = this.target.nodes[0]!;
@@ -342,6 +393,7 @@ export class Wire {
         },
         done: false,
         skip: 0,
+        lone: 0,
       });
       out += frame(args[0] as string, args.slice(1)) as string;
     }
@@ -378,6 +430,7 @@ export class Wire {
         continue;
       }
       this.waiting[this.head++] = undefined as unknown as Waiting;
+      if (w.lone !== 0) this.pollPolicy.answered(performance.now() - w.lone);
       if (!w.done) {
         w.done = true;
         if (r.value instanceof WireReplyError) w.reject(r.value);

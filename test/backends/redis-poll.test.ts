@@ -1,0 +1,238 @@
+/**
+ * The busy poll of the lease calls connection (src/backends/redis/poll.ts, wire.ts; the
+ * `busyPollMs` open option): when a lone call polls (pure logic), that the poll runs while a lone
+ * call waits and stops at its reply, at the bound and at close, that replies slower than the bound
+ * turn it off and faster ones back on, on the shared Redis; that the option reaches the connection
+ * through `openBackend`; and that a bad value is refused before any I/O. How much it saves is
+ * measured by `npm run bench:redlock` (a row with `busyPollMs: 0`), not asserted here.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseRedisUrl } from '../../src/backends/redis/connection.ts';
+import { DEFAULT_BUSY_POLL_MS, defaultBusyPollMs, PollPolicy } from '../../src/backends/redis/poll.ts';
+import { Wire } from '../../src/backends/redis/wire.ts';
+import { resolveBackendUrl, urlOptionNames } from '../../src/backends/url.ts';
+import { type OpenOptions, openBackend } from '../../src/index.ts';
+import { codeOf, REDIS_URL, uniqueNamespace } from '../support/backends.ts';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('PollPolicy (no I/O)', () => {
+  it('polls from the first lone call while replies come within the bound on average', () => {
+    const p = new PollPolicy(0.1);
+    expect(p.choose()).toBe(true);
+    for (let i = 0; i < 20; i++) p.answered(0.05);
+    expect(p.averageMs).toBeCloseTo(0.05, 9);
+    expect(p.choose()).toBe(true);
+  });
+
+  it('stops when replies take longer than the bound (a server across a network), and starts again', () => {
+    const p = new PollPolicy(0.1);
+    p.answered(0.4);
+    // Counted as twice the bound at most.
+    expect(p.averageMs).toBeCloseTo(0.2, 9);
+    expect(p.choose()).toBe(false);
+    let fast = 0;
+    while (!p.choose()) {
+      p.answered(0.05);
+      fast++;
+    }
+    // 200 → ≤ 100 us at 1/8 per reply of 50 us: 150 · (7/8)^n ≤ 50 from n = 9.
+    expect(fast).toBe(9);
+  });
+
+  it('one slow reply among fast ones raises the average by at most a quarter of the bound', () => {
+    const p = new PollPolicy(0.1);
+    for (let i = 0; i < 30; i++) p.answered(0.04);
+    const before = p.averageMs;
+    p.answered(1000);
+    expect(p.averageMs - before).toBeLessThanOrEqual(0.025);
+    expect(p.choose()).toBe(true);
+  });
+
+  it('a bound of 0 never polls and keeps no average', () => {
+    const p = new PollPolicy(0);
+    p.answered(0.01);
+    expect(p.choose()).toBe(false);
+    expect(p.averageMs).toBe(0);
+  });
+
+  it('defaults to 0.1 ms, and to no poll on a host with a single CPU', () => {
+    expect(DEFAULT_BUSY_POLL_MS).toBe(0.1);
+    expect(defaultBusyPollMs(2)).toBe(0.1);
+    expect(defaultBusyPollMs(1)).toBe(0);
+  });
+});
+
+describe('the busy poll on a real connection (shared Redis)', () => {
+  const open: Wire[] = [];
+  afterAll(() => {
+    for (const w of open) w.close();
+  });
+
+  /** `busyPollMs`: the poll bound, ms. */
+  async function wire(busyPollMs: number): Promise<Wire> {
+    const w = new Wire(parseRedisUrl(REDIS_URL), {
+      name: 'worklease-test:poll',
+      connectTimeoutMs: 5000,
+      callTimeoutMs: 5000,
+      tickMs: 100,
+      busyPollMs,
+    });
+    open.push(w);
+    w.start();
+    for (let i = 0; !w.ready; i++) {
+      if (i === 500) throw new Error('the connection did not get ready in 5 s');
+      await sleep(10);
+    }
+    return w;
+  }
+
+  it('polls while a lone call waits and stops at its reply', async () => {
+    // A bound no reply on this machine comes near, so the average never turns the poll off.
+    const w = await wire(10);
+    for (let i = 0; i < 5; i++) {
+      const reply = w.call('PING', [], false);
+      expect(w.busyPolling).toBe(true);
+      expect(await reply).toBe('PONG');
+      await nextTurn();
+      await nextTurn();
+      expect(w.busyPolling).toBe(false);
+    }
+    expect(w.pollPolicy.averageMs).toBeGreaterThan(0);
+  });
+
+  it('stops at the bound while the reply is still to come; replies slower than the bound turn it off, faster ones back on', async () => {
+    const w = await wire(2);
+    const key = `${uniqueNamespace('poll')}:never`;
+    // BLPOP on a list nobody pushes to answers nil after its timeout (0.1 s).
+    const slow = w.call('BLPOP', [key, '0.1'], false);
+    expect(w.busyPolling).toBe(true);
+    await sleep(30);
+    expect(w.inFlight).toBe(1);
+    expect(w.busyPolling).toBe(false);
+    expect(await slow).toBeNull();
+    // The slow reply counted as twice the bound: above it, so the next lone call does not poll.
+    expect(w.pollPolicy.averageMs).toBeCloseTo(4, 9);
+    const unpolled = w.call('PING', [], false);
+    expect(w.busyPolling).toBe(false);
+    await unpolled;
+    // Fast replies bring the average under the bound again: 4 ms → ≤ 2 ms in 6 replies of 0.1 ms,
+    // 10 of 1 ms.
+    let calls = 1;
+    while (w.pollPolicy.averageMs > 2) {
+      await w.call('PING', [], false);
+      calls++;
+    }
+    expect(calls).toBeLessThanOrEqual(10);
+    const polled = w.call('PING', [], false);
+    expect(w.busyPolling).toBe(true);
+    await polled;
+  });
+
+  it('only a lone call polls; calls sent while others wait do not start one of their own', async () => {
+    const w = await wire(10);
+    const first = w.call('PING', [], false);
+    expect(w.busyPolling).toBe(true);
+    const rest = Array.from({ length: 8 }, () => w.call('PING', [], false));
+    expect(w.inFlight).toBe(9);
+    expect(await Promise.all([first, ...rest])).toEqual(Array(9).fill('PONG'));
+    await nextTurn();
+    await nextTurn();
+    expect(w.busyPolling).toBe(false);
+  });
+
+  it('with a bound of 0 never polls', async () => {
+    const w = await wire(0);
+    for (let i = 0; i < 3; i++) {
+      const reply = w.call('PING', [], false);
+      expect(w.busyPolling).toBe(false);
+      await reply;
+    }
+    expect(w.pollPolicy.averageMs).toBe(0);
+  });
+
+  it('a poll ends when the connection closes under a waiting call', async () => {
+    const w = await wire(10);
+    const waiting = w.call('BLPOP', [`${uniqueNamespace('poll')}:never`, '1'], false);
+    expect(w.busyPolling).toBe(true);
+    w.close();
+    await expect(waiting).rejects.toThrow('Connection is closed.');
+    await nextTurn();
+    await nextTurn();
+    expect(w.busyPolling).toBe(false);
+  });
+});
+
+describe('the busyPollMs option', () => {
+  it('reaches the lease calls connection: a renew polls by default and not with busyPollMs 0', async () => {
+    const prefix = uniqueNamespace('poll');
+    const polls = async (options: OpenOptions): Promise<boolean[]> => {
+      const b = await openBackend(REDIS_URL, { keyPrefix: prefix, ...options });
+      try {
+        const rec = await b.acquire(`w${String(options.busyPollMs)}`, 'h', 60_000);
+        // The first lease call connects the connection; the calls after it go through it.
+        for (let i = 0; i < 200 && !(await renewPolls(b, rec)); i++) await sleep(10);
+        const seen: boolean[] = [];
+        for (let i = 0; i < 3; i++) seen.push(await renewPolls(b, rec));
+        return seen;
+      } finally {
+        await b.close();
+      }
+    };
+    /** Whether an Immediate (the poll's) is pending right after a renew was written. */
+    const renewPolls = async (
+      b: Awaited<ReturnType<typeof openBackend>>,
+      rec: Awaited<ReturnType<Awaited<ReturnType<typeof openBackend>>['acquire']>>,
+    ): Promise<boolean> => {
+      const p = b.renew(rec, 60_000);
+      const polling = process.getActiveResourcesInfo().includes('Immediate');
+      await p;
+      await nextTurn();
+      await nextTurn();
+      return polling;
+    };
+    try {
+      expect(await polls({ busyPollMs: 10 })).toEqual([true, true, true]);
+      expect(await polls({ busyPollMs: 0 })).toEqual([false, false, false]);
+    } finally {
+      const r = new Redis(REDIS_URL);
+      const keys = await r.keys(`${prefix}:*`);
+      if (keys.length > 0) await r.del(...keys);
+      r.disconnect();
+    }
+  });
+
+  it('is a Redis URL option, a decimal number of ms', () => {
+    expect(urlOptionNames('redis')).toContain('busyPollMs');
+    expect(urlOptionNames('redis-cluster')).toContain('busyPollMs');
+    expect(urlOptionNames('postgres')).not.toContain('busyPollMs');
+    expect(resolveBackendUrl('redis://h?busyPollMs=0.05').options.busyPollMs).toBe(0.05);
+    expect(resolveBackendUrl('redis://h?busyPollMs=0').options.busyPollMs).toBe(0);
+    for (const bad of ['fast', '-1', '1e3', '.5', '0.1.2', '']) {
+      expect(() => resolveBackendUrl(`redis://h?busyPollMs=${bad}`), bad).toThrow(
+        /busyPollMs must be a decimal number such as 0.1/,
+      );
+    }
+    expect(() => resolveBackendUrl('redis://h?busyPollMs=0.05', { busyPollMs: 0.1 })).toThrow(/give it once/);
+  });
+
+  it('a bad value, or one for a backend without a poll, is refused before any I/O', async () => {
+    const refused = async (url: string, busyPollMs: unknown): Promise<string> =>
+      codeOf(openBackend(url, { busyPollMs } as OpenOptions));
+    // Port 1: a refused option never gets as far as connecting.
+    for (const bad of [-1, 10.001, '0.1', Number.NaN, Number.POSITIVE_INFINITY, null]) {
+      expect(await refused('redis://127.0.0.1:1', bad), String(bad)).toBe('INVALID_ARGUMENT');
+    }
+    expect(await refused('redis://127.0.0.1:1?busyPollMs=20', undefined)).toBe('INVALID_ARGUMENT');
+    const bad = await openBackend('redis://127.0.0.1:1', { busyPollMs: -1 }).catch((e: unknown) => e);
+    expect((bad as Error).message).toBe(
+      'options.busyPollMs must be a number of milliseconds from 0 to 10 (such as 0.1), got -1',
+    );
+    expect(await refused('postgres://127.0.0.1:1/x', 0.1)).toBe('INVALID_ARGUMENT');
+    expect(await refused('pglite://memory', 0)).toBe('INVALID_ARGUMENT');
+    const err = await openBackend('postgres://127.0.0.1:1/x', { busyPollMs: 0.1 }).catch((e: unknown) => e);
+    expect((err as Error).message).toBe('options.busyPollMs is for Redis; postgres has no busy poll');
+  });
+});
