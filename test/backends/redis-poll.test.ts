@@ -58,7 +58,7 @@ describe('PollPolicy (no I/O)', () => {
     expect(p.averageMs).toBe(0);
   });
 
-  it('defaults to 0.1 ms, and to no poll on a host with a single CPU', () => {
+  it('defaults to 0.1 ms, and to no poll in a process that may run on one CPU only', () => {
     expect(DEFAULT_BUSY_POLL_MS).toBe(0.1);
     expect(defaultBusyPollMs(2)).toBe(0.1);
     expect(defaultBusyPollMs(1)).toBe(0);

@@ -8,7 +8,7 @@
  * the other core, 88.7–144.8 us per cycle without polling against 75.3–127.0 with it; with the
  * client pinned to the server's core, 95.2–98.4 us against 107.5–111.0 (the poll holds the core
  * the server needs in order to answer). Hence:
- * - no poll by default on a host with a single CPU ({@link defaultBusyPollMs});
+ * - no poll by default in a process that may run on one CPU only ({@link defaultBusyPollMs});
  * - no poll while lone calls' replies take longer than the bound on average (a server across a
  *   network: a poll would burn the whole bound and still sleep). Each reply counts as at most twice
  *   the bound, so one slow reply (a 1 MiB state) raises the average by at most a quarter of it.
@@ -23,7 +23,11 @@ import { availableParallelism } from 'node:os';
 /** The default poll bound, ms (100 us): long enough for a reply from a server on the same host (40–90 us here). */
 export const DEFAULT_BUSY_POLL_MS = 0.1;
 
-/** The bound when the caller sets none: {@link DEFAULT_BUSY_POLL_MS}, or 0 on a host with a single CPU. */
+/**
+ * The bound when the caller sets none: {@link DEFAULT_BUSY_POLL_MS}, or 0 in a process that may
+ * run on one CPU only: `availableParallelism()` follows the CPU affinity mask, so a host with one
+ * CPU and a process pinned to one (taskset, a cpuset) both count 1.
+ */
 export function defaultBusyPollMs(cpus = availableParallelism()): number {
   return cpus > 1 ? DEFAULT_BUSY_POLL_MS : 0;
 }

@@ -33,8 +33,8 @@
  * 40–41 us while polling (shared Redis 7.0 on loopback, 6 alternating runs of 4 000, load 0.5),
  * for 13–14 us more client CPU per round trip. The poll is a chain of setImmediate callbacks, so
  * I/O and timers run between them as usual (libuv polls without blocking while one is pending);
- * it stops at the reply, at the bound, or when the connection closes. It does not run on a host
- * with a single CPU, nor while lone calls' replies take longer than the bound on average (a server
+ * it stops at the reply, at the bound, or when the connection closes. It does not run in a process
+ * that may run on one CPU only, nor while lone calls' replies take longer than the bound on average (a server
  * across a network), see poll.ts. With many calls in flight the loop has work anyway and nothing
  * polls.
  */
