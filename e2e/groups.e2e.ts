@@ -69,8 +69,10 @@ describe('groups view (Chromium, postgres)', () => {
       const cells = card()
         .getByRole('row', { name: new RegExp(`^${m}\\b`) })
         .getByRole('cell');
+      // A row whose expiry passed since the last heartbeat check (every 2 s) reads "live · due,
+      // awaiting heartbeat check" until the next one: wait longer than a check interval.
       await expect
-        .poll(() => cells.allTextContents())
+        .poll(() => cells.allTextContents(), { timeout: 5000 })
         .toEqual([
           m,
           expect.stringMatching(/^live · runs out in \d+ s$/),
