@@ -5,9 +5,10 @@
  * code around the reply faster too; it pays only where the server's replies come back quickly and
  * the server does not need the core the client polls on. Measured (private Redis 7.0 on this 2-core
  * machine, acquire+release cycles at 1 in flight, runs of 3 000 taking turns): with the server on
- * the other core, 88.7–144.8 us per cycle without polling against 75.3–127.0 with it; with the
- * client pinned to the server's core, 95.2–98.4 us against 107.5–111.0 (the poll holds the core
- * the server needs in order to answer). Hence:
+ * the other core, 88.7–144.8 us per cycle without polling against 75.3–127.0 with it (3 runs
+ * each); with the client pinned to the server's core, 95.2–98.4 us against 107.5–111.6 (runs 3 to
+ * 8 of 8 each; the first two, still warming up, 114.1–179.3 against 118.1–161.5): the poll holds
+ * the core the server needs in order to answer. Hence:
  * - no poll by default in a process that may run on one CPU only ({@link defaultBusyPollMs});
  * - no poll while lone calls' replies take longer than the bound on average (a server across a
  *   network: a poll would burn the whole bound and still sleep). Each reply counts as at most twice

@@ -29,14 +29,14 @@
  * in flight), the event loop keeps polling the socket instead of sleeping, for at most that many
  * ms (0.1 by default), the way an adaptive lock spins before it parks. A thread asleep in
  * epoll_wait is woken by the kernel when the reply lands, and on an idle machine (a virtual one
- * most of all) that wake-up is a large part of a round trip on the same host: a PING through a Node socket took 47–48 us,
- * 40–41 us while polling (shared Redis 7.0 on loopback, 6 alternating runs of 4 000, load 0.5),
- * for 13–14 us more client CPU per round trip. The poll is a chain of setImmediate callbacks, so
- * I/O and timers run between them as usual (libuv polls without blocking while one is pending);
- * it stops at the reply, at the bound, or when the connection closes. It does not run in a process
- * that may run on one CPU only, nor while lone calls' replies take longer than the bound on average (a server
- * across a network), see poll.ts. With many calls in flight the loop has work anyway and nothing
- * polls.
+ * most of all) that wake-up is a large part of a round trip on the same host: a PING through a
+ * Node socket took 48 us, 41 us while polling (medians of 6 alternating runs of 4 000 each, shared
+ * Redis 7.0 on loopback, load 0.5), for 13–14 us more client CPU per round trip after the first
+ * run. The poll is a chain of setImmediate callbacks, so I/O and timers run between them as usual
+ * (libuv polls without blocking while one is pending); it stops at the reply, at the bound, or
+ * when the connection closes. It does not run in a process that may run on one CPU only, nor while
+ * lone calls' replies take longer than the bound on average (a server across a network), see
+ * poll.ts. With many calls in flight the loop has work anyway and nothing polls.
  */
 import net from 'node:net';
 import tls from 'node:tls';
