@@ -128,7 +128,7 @@ function checkBusyPollMs(value: unknown): number {
 }
 
 /** Refuses a busy poll bound on a backend that has no such poll (before any I/O). */
-export function checkBusyPoll(kind: BackendKind, busyPollMs: number | null): void {
+function checkBusyPoll(kind: BackendKind, busyPollMs: number | null): void {
   if (busyPollMs !== null && kind !== 'redis' && kind !== 'redis-cluster') {
     throw new InvalidArgumentError(`options.busyPollMs is for Redis; ${kind} has no busy poll`);
   }

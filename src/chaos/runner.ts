@@ -423,80 +423,46 @@ async function runOn(options: ChaosOptions, pair: ReplicatedRedis | null): Promi
       case 'force-release': {
         // Items in random order until one force-release lands: after a wipe most items have no
         // lease, and a holder may move its token on between the read and the call.
-        for (const item of shuffled(items)) if (await forceRelease(item)) return;
+        for (const item of shuffled(items)) if (await operatorCall('force-release', item)) return;
         return;
       }
       case 'request-release': {
-        for (const item of shuffled(items)) if (await requestRelease(item)) return;
+        for (const item of shuffled(items)) if (await operatorCall('request-release', item)) return;
         return;
       }
     }
   }
 
-  /** One operator force-release of `item`'s lease, recorded; true when it landed. */
-  async function forceRelease(item: string): Promise<boolean> {
+  /**
+   * One operator force-release or release request of `item`'s lease, recorded as a call and, when
+   * it landed, as a fault; true when it landed. The call's token is the one a force-release
+   * produced, or for a request the one it was made with.
+   */
+  async function operatorCall(kind: 'force-release' | 'request-release', item: string): Promise<boolean> {
     const admin = await adminNow();
     const info = await admin.admin.get(item);
     if (info === null) return false;
     const started = now();
+    const asked = info.fencingToken.toString();
     const event: Omit<CallEvent, 'outcome' | 'end' | 'token'> = {
       type: 'call',
       item,
       holder: 'operator',
-      call: 'forceRelease',
+      call: kind === 'force-release' ? 'forceRelease' : 'requestRelease',
       start: started,
     };
+    const options = { expectedToken: info.fencingToken, operator: 'chaos', reason: 'chaos fault injection' };
     try {
-      const after = await admin.admin.forceRelease(item, {
-        expectedToken: info.fencingToken,
-        operator: 'chaos',
-        reason: 'chaos fault injection',
-      });
-      history.push({ ...event, token: after.fencingToken.toString(), outcome: 'ok', end: now() });
-      history.push({
-        type: 'fault',
-        kind: 'force-release',
-        at: started,
-        detail: `${item} from ${info.holderId}`,
-      });
+      let token = asked;
+      if (kind === 'force-release')
+        token = (await admin.admin.forceRelease(item, options)).fencingToken.toString();
+      else await admin.admin.requestRelease(item, options);
+      history.push({ ...event, token, outcome: 'ok', end: now() });
+      history.push({ type: 'fault', kind, at: started, detail: `${item} from ${info.holderId}` });
       return true;
     } catch (err) {
-      history.push({ ...event, token: null, outcome: outcomeOf(err), end: now(), error: String(err) });
-      return false;
-    }
-  }
-
-  /** One operator release request on `item`'s lease, recorded; true when it landed. */
-  async function requestRelease(item: string): Promise<boolean> {
-    const admin = await adminNow();
-    const info = await admin.admin.get(item);
-    if (info === null) return false;
-    const started = now();
-    const token = info.fencingToken.toString();
-    const event: Omit<CallEvent, 'outcome' | 'end'> = {
-      type: 'call',
-      item,
-      holder: 'operator',
-      call: 'requestRelease',
-      start: started,
-      token,
-    };
-    try {
-      await admin.admin.requestRelease(item, {
-        expectedToken: info.fencingToken,
-        operator: 'chaos',
-        reason: 'chaos fault injection',
-      });
-      history.push({ ...event, outcome: 'ok', end: now() });
-      history.push({
-        type: 'fault',
-        kind: 'request-release',
-        at: started,
-        detail: `${item} from ${info.holderId}`,
-      });
-      return true;
-    } catch (err) {
-      history.push({ ...event, outcome: outcomeOf(err), end: now(), error: String(err) });
+      const token = kind === 'force-release' ? null : asked;
+      history.push({ ...event, token, outcome: outcomeOf(err), end: now(), error: String(err) });
       return false;
     }
   }
