@@ -102,7 +102,7 @@ export const URL_OPTIONS: Readonly<Record<string, UrlOption>> = {
     kinds: REDIS,
     to: 'open',
     parse: decimal,
-    about: 'how long a lone lease call busy-polls for its reply, ms (default 0.1; 0 never)',
+    about: 'how long a lone lease call busy-polls for its reply, ms (default 0.2; 0 never)',
   },
   poolSize: { kinds: ['postgres'], to: 'open', parse: wholeNumber, about: 'connections (default 10)' },
   maxStateBytes: {

@@ -393,11 +393,12 @@ export interface OpenOptions extends TelemetryOptions {
   /**
    * Redis: how long, in milliseconds, the process busy-polls for the reply of a lease call sent
    * while no other is in flight, before it sleeps until the reply comes; 0 never polls, at most 10.
-   * Default 0.1 (100 µs), and 0 in a process that may run on one CPU only (a host with one CPU, or
+   * Default 0.2 (200 µs), and 0 in a process that may run on one CPU only (a host with one CPU, or
    * a process pinned to one: the poll would hold the core a local server needs).
    * Polling skips the kernel's wake-up of a sleeping process, a large part of a round trip to a
-   * server on the same host, for some client CPU; it only runs while such replies come within the
-   * bound on average, so a server across a network gets none. Standalone Redis without
+   * server on the same host, for some client CPU; it only runs while most polled replies come
+   * within the bound, so a server across a network gets none but one lone call in 16, which polls
+   * to see whether that changed. Standalone Redis without
    * `durability` only (elsewhere the lease calls go through ioredis, which does not poll). Not
    * accepted by PostgreSQL or PGlite.
    */

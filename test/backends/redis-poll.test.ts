@@ -1,15 +1,20 @@
 /**
  * The busy poll of the lease calls connection (src/backends/redis/poll.ts, wire.ts; the
  * `busyPollMs` open option): when a lone call polls (pure logic), that the poll runs while a lone
- * call waits and stops at its reply, at the bound and at close, that replies slower than the bound
- * turn it off and faster ones back on, on the shared Redis; that the option reaches the connection
+ * call waits and stops at its reply, at the bound and at close, that polled replies later than the
+ * bound turn it off and a probe answered within it back on, on the shared Redis; that the option reaches the connection
  * through `openBackend`; and that a bad value is refused before any I/O. How much it saves is
  * measured by `npm run bench:redlock` (a row with `busyPollMs: 0`), not asserted here.
  */
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseRedisUrl } from '../../src/backends/redis/connection.ts';
-import { DEFAULT_BUSY_POLL_MS, defaultBusyPollMs, PollPolicy } from '../../src/backends/redis/poll.ts';
+import {
+  DEFAULT_BUSY_POLL_MS,
+  defaultBusyPollMs,
+  PollPolicy,
+  PROBE_EVERY,
+} from '../../src/backends/redis/poll.ts';
 import { Wire } from '../../src/backends/redis/wire.ts';
 import { resolveBackendUrl, urlOptionNames } from '../../src/backends/url.ts';
 import { type OpenOptions, openBackend } from '../../src/index.ts';
@@ -19,48 +24,78 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const nextTurn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 describe('PollPolicy (no I/O)', () => {
-  it('polls from the first lone call while replies come within the bound on average', () => {
+  it('polls from the first lone call while polled replies come within the bound', () => {
     const p = new PollPolicy(0.1);
     expect(p.choose()).toBe(true);
-    for (let i = 0; i < 20; i++) p.answered(0.05);
-    expect(p.averageMs).toBeCloseTo(0.05, 9);
-    expect(p.choose()).toBe(true);
-  });
-
-  it('stops when replies take longer than the bound (a server across a network), and starts again', () => {
-    const p = new PollPolicy(0.1);
-    p.answered(0.4);
-    // Counted as twice the bound at most.
-    expect(p.averageMs).toBeCloseTo(0.2, 9);
-    expect(p.choose()).toBe(false);
-    let fast = 0;
-    while (!p.choose()) {
+    for (let i = 0; i < 20; i++) {
+      expect(p.choose()).toBe(true);
       p.answered(0.05);
-      fast++;
     }
-    // 200 → ≤ 100 us at 1/8 per reply of 50 us: 150 · (7/8)^n ≤ 50 from n = 9.
-    expect(fast).toBe(9);
+    expect(p.hitRate).toBe(1);
+    expect(p.on).toBe(true);
   });
 
-  it('one slow reply among fast ones raises the average by at most a quarter of the bound', () => {
+  it('stops when most polled replies come later than the bound (a server across a network)', () => {
+    const p = new PollPolicy(0.1);
+    let late = 0;
+    while (p.on) {
+      expect(p.choose()).toBe(true);
+      p.answered(0.4);
+      late++;
+    }
+    // 1 → below 0.5 at 1/8 per reply: (7/8)^n < 0.5 from n = 6.
+    expect(late).toBe(6);
+    expect(p.hitRate).toBeCloseTo(0.875 ** 6, 9);
+    // Off: one lone call in PROBE_EVERY polls (a probe), the others do not.
+    const chosen = Array.from({ length: 3 * PROBE_EVERY }, () => p.choose());
+    expect(chosen.filter(Boolean)).toHaveLength(3);
+    expect(chosen[PROBE_EVERY - 1]).toBe(true);
+    expect(chosen.slice(0, PROBE_EVERY - 1)).toEqual(Array(PROBE_EVERY - 1).fill(false));
+  });
+
+  it('a probe answered within the bound turns it back on; only polled replies count', () => {
+    const p = new PollPolicy(0.1);
+    for (let i = 0; i < 6; i++) p.answered(0.4);
+    expect(p.on).toBe(false);
+    // The wire counts a reply only for a call that chose to poll: a sleeping client's replies carry
+    // its own wake-up, and counting them kept the poll off for good (poll.ts).
+    let calls = 0;
+    while (!p.choose()) calls++;
+    expect(calls).toBe(PROBE_EVERY - 1);
+    p.answered(0.05);
+    // 0.448 + (1 − 0.448) / 8 = 0.517: on again.
+    expect(p.hitRate).toBeGreaterThanOrEqual(0.5);
+    expect(p.on).toBe(true);
+    expect(p.choose()).toBe(true);
+  });
+
+  it('one slow reply among fast ones does not stop it', () => {
     const p = new PollPolicy(0.1);
     for (let i = 0; i < 30; i++) p.answered(0.04);
-    const before = p.averageMs;
     p.answered(1000);
-    expect(p.averageMs - before).toBeLessThanOrEqual(0.025);
+    expect(p.hitRate).toBe(0.875);
     expect(p.choose()).toBe(true);
   });
 
-  it('a bound of 0 never polls and keeps no average', () => {
-    const p = new PollPolicy(0);
-    p.answered(0.01);
-    expect(p.choose()).toBe(false);
-    expect(p.averageMs).toBe(0);
+  it('a reply exactly at the bound counts as within it', () => {
+    const p = new PollPolicy(0.1);
+    for (let i = 0; i < 20; i++) p.answered(0.1);
+    expect(p.hitRate).toBe(1);
   });
 
-  it('defaults to 0.1 ms, and to no poll in a process that may run on one CPU only', () => {
-    expect(DEFAULT_BUSY_POLL_MS).toBe(0.1);
-    expect(defaultBusyPollMs(2)).toBe(0.1);
+  it('a bound of 0 never polls, not even a probe, and keeps no rate', () => {
+    const p = new PollPolicy(0);
+    p.answered(0.01);
+    expect(Array.from({ length: 2 * PROBE_EVERY }, () => p.choose())).toEqual(
+      Array(2 * PROBE_EVERY).fill(false),
+    );
+    expect(p.hitRate).toBe(1);
+    expect(p.on).toBe(false);
+  });
+
+  it('defaults to 0.2 ms, and to no poll in a process that may run on one CPU only', () => {
+    expect(DEFAULT_BUSY_POLL_MS).toBe(0.2);
+    expect(defaultBusyPollMs(2)).toBe(0.2);
     expect(defaultBusyPollMs(1)).toBe(0);
   });
 });
@@ -92,9 +127,9 @@ describe('the busy poll on a real connection (shared Redis)', () => {
   it('polls while a lone call waits, as the policy says, and stops at its reply', async () => {
     const w = await wire(10);
     for (let i = 0; i < 5; i++) {
-      // The first call always polls (no average yet); the others while the average is within
-      // the bound, which a loaded machine can push a reply past.
-      const expected = w.pollPolicy.averageMs <= 10;
+      // On from the first call, and while polled replies come within 10 ms (a loaded machine
+      // could push some past it).
+      const expected = w.pollPolicy.on;
       if (i === 0) expect(expected).toBe(true);
       const reply = w.call('PING', [], false);
       expect(w.busyPolling).toBe(expected);
@@ -103,13 +138,12 @@ describe('the busy poll on a real connection (shared Redis)', () => {
       await nextTurn();
       expect(w.busyPolling).toBe(false);
     }
-    expect(w.pollPolicy.averageMs).toBeGreaterThan(0);
   });
 
-  it('stops at the bound while the reply is still to come; replies slower than the bound turn it off, faster ones back on', async () => {
+  it('stops at the bound while the reply is still to come; late replies turn it off, unpolled ones do not count, a probe turns it back on', async () => {
     const w = await wire(2);
     const key = `${uniqueNamespace('poll')}:never`;
-    // BLPOP on a list nobody pushes to answers nil after its timeout (0.1 s).
+    // BLPOP on a list nobody pushes to answers nil after its timeout (0.1 s), long after the bound.
     const slow = w.call('BLPOP', [key, '0.1'], false);
     expect(w.busyPolling).toBe(true);
     await sleep(30);
@@ -119,17 +153,30 @@ describe('the busy poll on a real connection (shared Redis)', () => {
     expect(w.inFlight).toBe(1);
     expect(w.busyPolling).toBe(false);
     expect(await slow).toBeNull();
-    // The slow reply counted as twice the bound: above it, so the next lone call does not poll.
-    expect(w.pollPolicy.averageMs).toBeCloseTo(4, 9);
-    const unpolled = w.call('PING', [], false);
-    expect(w.busyPolling).toBe(false);
-    await unpolled;
-    // Fast replies bring the average under the bound again (4 ms → ≤ 2 ms in 6 replies of 0.1 ms;
-    // the count for given replies is PollPolicy's test above).
-    for (let calls = 1; w.pollPolicy.averageMs > 2; calls++) {
-      if (calls === 200) throw new Error(`200 PINGs left the average at ${w.pollPolicy.averageMs} ms`);
-      await w.call('PING', [], false);
+    expect(w.pollPolicy.hitRate).toBe(0.875);
+    // Five more late replies: off (the count is PollPolicy's test above).
+    for (let i = 0; i < 5; i++) {
+      const late = w.call('BLPOP', [key, '0.1'], false);
+      expect(w.busyPolling).toBe(true);
+      expect(await late).toBeNull();
     }
+    expect(w.pollPolicy.on).toBe(false);
+    const rate = w.pollPolicy.hitRate;
+    // Lone calls do not poll now, and their fast replies leave the rate as it was; the
+    // PROBE_EVERY-th polls.
+    for (let i = 1; i < PROBE_EVERY; i++) {
+      const unpolled = w.call('PING', [], false);
+      expect(w.busyPolling).toBe(false);
+      await unpolled;
+    }
+    expect(w.pollPolicy.hitRate).toBe(rate);
+    const probe = w.call('PING', [], false);
+    expect(w.busyPolling).toBe(true);
+    await probe;
+    // Within 2 ms on the shared Redis: on again, and the next lone call polls.
+    expect(w.pollPolicy.on).toBe(true);
+    await nextTurn();
+    await nextTurn();
     const polled = w.call('PING', [], false);
     expect(w.busyPolling).toBe(true);
     await polled;
@@ -154,7 +201,7 @@ describe('the busy poll on a real connection (shared Redis)', () => {
       expect(w.busyPolling).toBe(false);
       await reply;
     }
-    expect(w.pollPolicy.averageMs).toBe(0);
+    expect(w.pollPolicy.on).toBe(false);
   });
 
   it('a poll ends when the connection closes under a waiting call', async () => {

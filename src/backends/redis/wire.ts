@@ -27,7 +27,7 @@
  *
  * Busy poll (`busyPollMs`, OpenOptions): while a lone call waits (written when no other call was
  * in flight), the event loop keeps polling the socket instead of sleeping, for at most that many
- * ms (0.1 by default), the way an adaptive lock spins before it parks. A thread asleep in
+ * ms (0.2 by default), the way an adaptive lock spins before it parks. A thread asleep in
  * epoll_wait is woken by the kernel when the reply lands, and on an idle machine (a virtual one
  * most of all) that wake-up is a large part of a round trip on the same host: a PING through a
  * Node socket took 48 us, 41 us while polling (medians of 6 alternating runs of 4 000 each, shared
@@ -35,8 +35,9 @@
  * run. The poll is a chain of setImmediate callbacks, so I/O and timers run between them as usual
  * (libuv polls without blocking while one is pending); it stops at the reply, at the bound, or
  * when the connection closes. It does not run in a process that may run on one CPU only, nor while
- * lone calls' replies take longer than the bound on average (a server across a network), see
- * poll.ts. With many calls in flight the loop has work anyway and nothing polls.
+ * most polled replies come later than the bound (a server across a network; one lone call in 16
+ * still polls, to see whether that changed), see poll.ts. With many calls in flight the loop has
+ * work anyway and nothing polls.
  */
 import net from 'node:net';
 import tls from 'node:tls';
@@ -66,8 +67,8 @@ interface Waiting {
   reject(err: Error): void;
   /** Failed already (deadline, socket closed): its reply is read and dropped. */
   done: boolean;
-  /** performance.now() when written, for a lone call (none other in flight); else 0. */
-  lone: number;
+  /** performance.now() when written, for a lone call that polls (poll.ts); else 0. */
+  polled: number;
   /**
    * Replies to read and drop before this call's own: a transaction's `+OK` (MULTI) and `+QUEUED`s
    * ({@link Wire.transaction}); its own is EXEC's. 0 for a single command.
@@ -283,11 +284,11 @@ export class Wire {
         reject,
         done: false,
         skip,
-        lone: 0,
+        polled: 0,
       };
-      if (this.write(data)) {
-        w.lone = performance.now();
-        if (this.pollPolicy.choose()) this.poll(w.lone);
+      if (this.write(data) && this.pollPolicy.choose()) {
+        w.polled = performance.now();
+        this.poll(w.polled);
       }
       this.waiting.push(w);
       if (this.sweeper === null) {
@@ -393,7 +394,7 @@ export class Wire {
         },
         done: false,
         skip: 0,
-        lone: 0,
+        polled: 0,
       });
       out += frame(args[0] as string, args.slice(1)) as string;
     }
@@ -430,7 +431,7 @@ export class Wire {
         continue;
       }
       this.waiting[this.head++] = undefined as unknown as Waiting;
-      if (w.lone !== 0) this.pollPolicy.answered(performance.now() - w.lone);
+      if (w.polled !== 0) this.pollPolicy.answered(performance.now() - w.polled);
       if (!w.done) {
         w.done = true;
         if (r.value instanceof WireReplyError) w.reject(r.value);
