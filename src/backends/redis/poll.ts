@@ -19,8 +19,8 @@
  * sleeping client's replies carry its own wake-up: on a virtual machine whose wake-ups were slow,
  * acquire+release replies took 152 us at the median unpolled against 77 us polled (p90 230 against
  * 129 us), so one slow spell turned the poll off and the unpolled replies kept it off, for good:
- * cycles stayed at 430–460 us where polling gave 260–280 (shared Redis 7.0 on loopback, medians of
- * 7 runs of 1 000, load 0.7).
+ * cycles stayed at 416–484 us where polling gave 197–279 (shared Redis 7.0 on loopback, medians of
+ * 7 runs of 1 000 taking turns, load 0.6–0.9).
  */
 import { availableParallelism } from 'node:os';
 
@@ -62,7 +62,7 @@ export class PollPolicy {
   /** Whether the next lone call polls; when it says true, that call's reply counts. */
   choose(): boolean {
     if (this.boundMs === 0) return false;
-    if (this.hits >= MIN_HIT_RATE || ++this.skipped >= PROBE_EVERY) {
+    if (this.on || ++this.skipped >= PROBE_EVERY) {
       this.skipped = 0;
       return true;
     }
