@@ -20,7 +20,7 @@
  * acquire+release replies took 152 us at the median unpolled against 77 us polled (p90 230 against
  * 129 us), so one slow spell turned the poll off and the unpolled replies kept it off, for good:
  * cycles stayed at 416–484 us where bounds of 0.2–0.5 ms, met by most replies, gave 197–343
- * (shared Redis 7.0 on loopback, 5 runs of 7 x 1 000 cycles taking turns, medians, load 0.6–0.9).
+ * (shared Redis 7.0 on loopback, 5 runs of 6–7 x 1 000 cycles taking turns, medians, load 0.6–0.9).
  */
 import { availableParallelism } from 'node:os';
 
