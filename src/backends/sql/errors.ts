@@ -76,6 +76,8 @@ const PG_CLIENT_MESSAGES = [
   'Client was closed and is not queryable',
   'PGlite is closed',
   PG_PROTOCOL_ERROR,
+  // The server asked for a SASL mechanism `pg` does not speak (only SCRAM-SHA-256): no login possible.
+  'SASL: ',
 ];
 
 /**
