@@ -20,7 +20,29 @@ import { migrateCommandFor } from '../url.ts';
  * help) and say what the operator has to fix; the message keeps the server's
  * own words (`role "x" does not exist`, `password authentication failed …`).
  */
-type Verdict = 'unavailable' | 'schema' | 'unknown-database' | 'auth' | 'privilege' | 'internal';
+type Verdict = 'unavailable' | 'schema' | 'unknown-database' | 'auth' | 'privilege' | 'tls' | 'internal';
+
+/**
+ * TLS that does not fit: the client asks for TLS from a server without it, or the server's
+ * certificate is not one the client trusts (Node's codes). Final for this URL, so not 'unavailable'
+ * alone: the error says which side to change ({@link TLS_HINT}).
+ */
+const TLS_MESSAGES = [
+  'The server does not support SSL connections',
+  'There was an error establishing an SSL connection',
+];
+const TLS_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+]);
+const TLS_HINT =
+  'TLS does not fit: without TLS on the server use sslmode=disable (or drop ssl=true); for a certificate the client does not trust, give its CA with sslrootcert=<file>, or sslmode=no-verify to encrypt without checking it';
 
 /** Exact SQLSTATEs. Checked before the class table below. */
 const SQLSTATE: Record<string, Verdict> = {
@@ -114,6 +136,10 @@ function verdict(err: unknown): Verdict {
   if (typeof err !== 'object' || err === null) return 'internal';
   if (socketErrno(err) !== undefined) return 'unavailable';
   const code = (err as { code?: unknown }).code;
+  const text = err instanceof Error ? err.message : '';
+  if ((typeof code === 'string' && TLS_CODES.has(code)) || TLS_MESSAGES.some((m) => text.startsWith(m))) {
+    return 'tls';
+  }
   if (typeof code === 'string') {
     if (SOCKET_ERRNOS.has(code)) return 'unavailable';
     const exact = SQLSTATE[code];
@@ -141,7 +167,7 @@ export function classifySqlError(err: unknown, what: string, url: string): Workl
   const code = errno ?? own;
   const v = verdict(err);
   const reason: ConnectReason | undefined =
-    v === 'unknown-database' || v === 'auth' || v === 'privilege'
+    v === 'unknown-database' || v === 'auth' || v === 'privilege' || v === 'tls'
       ? v
       : errno === undefined
         ? undefined
@@ -160,10 +186,15 @@ export function classifySqlError(err: unknown, what: string, url: string): Workl
   switch (v) {
     case 'unavailable':
       return new BackendUnavailableError(`${what} failed: ${url} is unavailable (${message})`, options);
+    case 'tls':
+      return new BackendUnavailableError(`${what} failed: ${url}: ${message} — ${TLS_HINT}`, options);
     case 'unknown-database':
       return new NotFoundError(`${what} failed on ${url}: ${message}`, options);
     case 'auth':
-      return new ForbiddenError(`${what} failed on ${url}: ${message}`, options);
+      return new ForbiddenError(
+        `${what} failed on ${url}: ${message}${/no encryption/.test(message) ? ' — the server takes this role only over TLS: add sslmode=require (or verify-full)' : ''}`,
+        options,
+      );
     case 'privilege': {
       const grant = missingGrant(message);
       if (grant !== null) details.grant = grant;
