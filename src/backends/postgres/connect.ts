@@ -218,7 +218,9 @@ export class Connector {
 
   async #probeOne(i: number): Promise<Probe> {
     const h = this.#o.url.hosts[i]!;
-    const client = new pg.Client({ ...this.#o.config, host: h.host, port: h.port });
+    const client = new pg.Client(this.#o.config);
+    // Set after construction: pg takes host and port from the connection string over the config's.
+    Object.assign(client as unknown as { host: string; port: number }, { host: h.host, port: h.port });
     containProtocolErrors(client, () => this.#o.url.hostName(i));
     client.on('error', () => {});
     try {
