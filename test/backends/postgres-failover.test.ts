@@ -82,10 +82,13 @@ describe('PostgreSQL primary + streaming standby behind one multi-host URL', () 
     expect(await direct.admin.get('first')).toMatchObject({ holderId: 'h' });
   });
 
-  it('synchronous standby promoted while holders run: 0 violations, nothing acknowledged lost', {
-    timeout: 180_000,
-  }, async () => {
-    const { primary, standby, url } = await pair(true);
+  /**
+   * Holders of the chaos harness on the pair, the primary killed and the standby promoted 4 s in
+   * (recorded as `kill` with a synchronous standby, which loses nothing acknowledged, and as
+   * `failover`, a data-loss fault that turns the data checks off, with an asynchronous one).
+   */
+  async function promotedUnderLoad(synchronous: boolean): Promise<ChaosResult> {
+    const { primary, standby, url } = await pair(synchronous);
     const f = failover(primary, standby);
     const result = await runChaos({
       url,
@@ -95,39 +98,29 @@ describe('PostgreSQL primary + streaming standby behind one multi-host URL', () 
       ttlMs: 1000,
       faultEveryMs: 800,
       faults: ['freeze', 'force-release'],
-      scheduled: [{ afterMs: 4000, kind: 'kill', inject: f.inject }],
+      scheduled: [{ afterMs: 4000, kind: synchronous ? 'kill' : 'failover', inject: f.inject }],
     });
-    console.log(`${result.line}; synchronous standby: ${recovery(result, f)}`);
-    expect(result.injectorErrors.filter((e) => e.startsWith('kill'))).toEqual([]);
-    expect(result.report.dataChecks).toBe(true);
+    console.log(`${result.line}; ${synchronous ? 'a' : 'an a'}synchronous standby: ${recovery(result, f)}`);
+    // The failover itself went through (an operator call during it may fail: the runner notes that).
+    expect(result.injectorErrors.filter((e) => /^(kill|failover):/.test(e))).toEqual([]);
+    expect(result.report.faults[synchronous ? 'kill' : 'failover']).toBe(1);
     expect(result.report.violations, result.report.violations.map((v) => v.message).join('\n')).toEqual([]);
-    expect(result.report.faults.kill).toBe(1);
     // Work went on after the failover, on the promoted standby.
     expect(
       result.history.some((e) => e.type === 'call' && e.outcome === 'ok' && e.start > f.promotedAt),
     ).toBe(true);
+    return result;
+  }
+
+  it('synchronous standby promoted while holders run: 0 violations, nothing acknowledged lost', {
+    timeout: 180_000,
+  }, async () => {
+    expect((await promotedUnderLoad(true)).report.dataChecks).toBe(true);
   });
 
   it('asynchronous standby promoted while holders run: no token handed out twice', {
     timeout: 180_000,
   }, async () => {
-    const { primary, standby, url } = await pair(false);
-    const f = failover(primary, standby);
-    const result = await runChaos({
-      url,
-      workers: 4,
-      items: 3,
-      seconds: 12,
-      ttlMs: 1000,
-      faultEveryMs: 800,
-      faults: ['freeze', 'force-release'],
-      scheduled: [{ afterMs: 4000, kind: 'failover', inject: f.inject }],
-    });
-    console.log(`${result.line}; asynchronous standby: ${recovery(result, f)}`);
-    expect(result.report.faults.failover).toBe(1);
-    expect(result.report.violations, result.report.violations.map((v) => v.message).join('\n')).toEqual([]);
-    expect(
-      result.history.some((e) => e.type === 'call' && e.outcome === 'ok' && e.start > f.promotedAt),
-    ).toBe(true);
+    expect((await promotedUnderLoad(false)).report.dataChecks).toBe(false);
   });
 });
