@@ -60,7 +60,7 @@
  * `overhead` (not run by default), what the library adds at 1 in flight to its own statement or
  * script sent straight through the client library (`npm run bench:overhead`).
  *
- * Usage: npm run bench -- [--backends postgres,pg-pooler,redis,redis-wait,redlock,redis-clients,pg-clients]
+ * Usage: npm run bench -- [--backends postgres,redis,redis-wait,pg-pooler,redlock,redis-clients,pg-clients]
  *        [--calls acquire,renew,checkpoint,release,readCheckpoint] [--rounds 3] [--ops 10000]
  *        [--pg <url>] [--redis <url>] [--pool 16] [--telemetry-only]
  */
@@ -100,9 +100,9 @@ const OPS = intArg(import.meta.filename, 'ops', args.ops);
 const POOL = intArg(import.meta.filename, 'pool', args.pool);
 const BACKENDS = listArg(import.meta.filename, 'backends', args.backends, [
   'postgres',
-  'pg-pooler',
   'redis',
   'redis-wait',
+  'pg-pooler',
   ...COMPARISONS,
 ]);
 const CONCURRENCY = [1, 64];

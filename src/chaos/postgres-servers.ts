@@ -182,6 +182,8 @@ export interface PgBouncerOptions {
   mode: PoolMode;
   /** Server connections per (database, user) pair: PgBouncer's default_pool_size (default 20). */
   poolSize?: number;
+  /** More `[pgbouncer]` settings, e.g. `ignore_startup_parameters = …`. */
+  settings?: readonly string[];
 }
 
 /**
@@ -210,6 +212,7 @@ export async function startPgBouncer(options: PgBouncerOptions): Promise<PgBounc
       'admin_users = postgres',
       'max_client_conn = 1000',
       ...(options.poolSize === undefined ? [] : [`default_pool_size = ${options.poolSize}`]),
+      ...(options.settings ?? []),
       `logfile = ${dir}/pgbouncer.log`,
       '',
     ].join('\n'),
