@@ -100,7 +100,9 @@ describe('PostgreSQL primary + streaming standby behind one multi-host URL', () 
       faults: ['freeze', 'force-release'],
       scheduled: [{ afterMs: 4000, kind: synchronous ? 'kill' : 'failover', inject: f.inject }],
     });
-    console.log(`${result.line}; ${synchronous ? 'a' : 'an a'}synchronous standby: ${recovery(result, f)}`);
+    console.log(
+      `${result.line}; ${synchronous ? 'a synchronous' : 'an asynchronous'} standby: ${recovery(result, f)}`,
+    );
     // The failover itself went through (an operator call during it may fail: the runner notes that).
     expect(result.injectorErrors.filter((e) => /^(kill|failover):/.test(e))).toEqual([]);
     expect(result.report.faults[synchronous ? 'kill' : 'failover']).toBe(1);
