@@ -135,7 +135,7 @@ export async function benchPgClients(opts: Opts & { url: string; pool: number })
   const sql = postgres(opts.url, { max: opts.pool, onnotice: () => {} });
   // worklease's own lease calls connections (src/backends/postgres/hot.ts), opened by `pg`.
   const hot = new HotPool(
-    { connectionString: opts.url },
+    () => new pg.Client({ connectionString: opts.url }),
     opts.pool,
     10_000,
     opts.url,

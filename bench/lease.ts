@@ -60,7 +60,7 @@
  * `overhead` (not run by default), what the library adds at 1 in flight to its own statement or
  * script sent straight through the client library (`npm run bench:overhead`).
  *
- * Usage: npm run bench -- [--backends postgres,redis,redis-wait,redlock,redis-clients,pg-clients]
+ * Usage: npm run bench -- [--backends postgres,redis,redis-wait,pg-pooler,redlock,redis-clients,pg-clients]
  *        [--calls acquire,renew,checkpoint,release,readCheckpoint] [--rounds 3] [--ops 10000]
  *        [--pg <url>] [--redis <url>] [--pool 16] [--telemetry-only]
  */
@@ -72,6 +72,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { changeScanParams, decodeChangeCursor } from '../src/backends/sql/rows.ts';
 import { buildStatements } from '../src/backends/sql/statements.ts';
+import { startPgBouncer } from '../src/chaos/postgres-servers.ts';
 import { startReplicatedRedis } from '../src/chaos/servers.ts';
 import { type LeaseBackend, type LeaseRecord, openBackend } from '../src/index.ts';
 import { Telemetry } from '../src/lease/telemetry.ts';
@@ -101,6 +102,7 @@ const BACKENDS = listArg(import.meta.filename, 'backends', args.backends, [
   'postgres',
   'redis',
   'redis-wait',
+  'pg-pooler',
   ...COMPARISONS,
 ]);
 const CONCURRENCY = [1, 64];
@@ -571,6 +573,70 @@ async function benchDurability(): Promise<void> {
   }
 }
 
+/**
+ * What behind-a-pooler costs (docs/postgres.md): the lease calls of a backend connected directly
+ * (named statements, parsed once per connection; settings once per connection) against the same
+ * backend told `?pooler=transaction` on the same direct connection (every statement unnamed, parsed
+ * and planned with each call, after a set_config of the call's settings in the same round trip:
+ * the statement mode's own cost) and a backend through PgBouncer 1.18 in transaction mode on a
+ * private port (pooler detected: the same statements, plus the pooler's hop), taking turns.
+ */
+async function benchPgPooler(): Promise<void> {
+  const ns = `bench_${randomBytes(4).toString('hex')}`;
+  const bouncer = await startPgBouncer({
+    serverPort: Number(new URL(args.pg).port || 5432),
+    mode: 'transaction',
+    poolSize: POOL,
+  });
+  const direct = await openBackend(args.pg, { schema: ns, poolSize: POOL });
+  const unnamed = await openBackend(`${args.pg}?pooler=transaction`, {
+    schema: ns,
+    poolSize: POOL,
+    migrate: false,
+  });
+  const pooled = await openBackend(bouncer.rewrite(args.pg), { schema: ns, poolSize: POOL, migrate: false });
+  console.log(
+    `
+postgres behind a pooler: direct (named statements) against direct with ?pooler=transaction (unnamed + settings each call) and through PgBouncer (transaction mode, pool ${POOL}), median of ${ROUNDS}, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}`,
+  );
+  console.log(
+    `${'call'.padEnd(18)}${'in flight'.padStart(10)}${'direct/s'.padStart(12)}${'unnamed/s'.padStart(12)}${'ratio'.padStart(8)}${'pgbouncer/s'.padStart(13)}${'ratio'.padStart(8)}`,
+  );
+  let tagNo = 0;
+  try {
+    for (const b of [direct, unnamed, pooled])
+      await rate(500, 16, (i) => b.acquire(`warm${tagNo++}:${i}`, 'w', TTL_MS));
+    for (const call of ['acquire', 'renew', 'checkpoint 1 KiB'] as const) {
+      for (const inFlight of PG_CONCURRENCY) {
+        const ops = opsAt(inFlight);
+        const rates: number[][] = [[], [], []];
+        const ratios: number[][] = [[], []];
+        for (let r = 0; r < ROUNDS; r++) {
+          const sides = [];
+          for (const b of [direct, unnamed, pooled])
+            sides.push(await prepare(b, call, `p${tagNo++}`, ops, inFlight));
+          const got = await inTurns(ops, inFlight, sides);
+          for (const [i, m] of got.entries()) rates[i]!.push(m.rate);
+          ratios[0]!.push(got[1]!.rate / got[0]!.rate);
+          ratios[1]!.push(got[2]!.rate / got[0]!.rate);
+        }
+        const cell = (xs: number[]): string =>
+          `${median(xs).toFixed(2)} (${Math.min(...xs).toFixed(2)}-${Math.max(...xs).toFixed(2)})`;
+        console.log(
+          `${call.padEnd(18)}${String(inFlight).padStart(10)}${median(rates[0]!).toFixed(0).padStart(12)}${median(rates[1]!).toFixed(0).padStart(12)}  ${cell(ratios[0]!)}${median(rates[2]!).toFixed(0).padStart(13)}  ${cell(ratios[1]!)}`,
+        );
+      }
+    }
+  } finally {
+    await unnamed.close();
+    await pooled.close();
+    await cleanup('postgres', args.pg, ns, direct);
+    await bouncer.stop();
+  }
+}
+
 /** A reader that is never exported from: the SDK still aggregates every recording. */
 class HoldingReader extends MetricReader {
   protected async onForceFlush(): Promise<void> {}
@@ -665,6 +731,8 @@ for (const kind of BACKENDS) {
   if (await runComparison(kind, { ...compared, skip: args['telemetry-only'] })) continue;
   if (kind === 'redis-wait') {
     if (!args['telemetry-only']) await benchDurability();
+  } else if (kind === 'pg-pooler') {
+    if (!args['telemetry-only']) await benchPgPooler();
   } else if (kind === 'postgres' || kind === 'redis') {
     if (!args['telemetry-only']) await benchBackend(kind);
     if (!args['telemetry-only'] && kind === 'postgres') await benchPgFeed(args.pg);

@@ -27,9 +27,11 @@ export const SOCKET_ERRNOS: ReadonlySet<string> = new Set([
  * - `dns`: the host name does not resolve (ENOTFOUND, EAI_AGAIN);
  * - `refused`: nothing listens on that host and port (ECONNREFUSED);
  * - `unknown-database`: the server (or PGlite directory) has no such database;
- * - `auth`: unknown role/user, wrong password, or not allowed to connect.
+ * - `auth`: unknown role/user, wrong password, or not allowed to connect;
+ * - `privilege`: logged in, but the role lacks a grant a statement needs (PostgreSQL 42501);
+ * - `tls`: TLS does not fit (asked of a server without it, or a certificate the client does not trust).
  */
-export type ConnectReason = 'dns' | 'refused' | 'unknown-database' | 'auth';
+export type ConnectReason = 'dns' | 'refused' | 'unknown-database' | 'auth' | 'privilege' | 'tls';
 
 /** Node.js errnos that name a {@link ConnectReason}. */
 export const ERRNO_REASON: Readonly<Record<string, ConnectReason>> = {

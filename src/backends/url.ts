@@ -13,6 +13,7 @@
  */
 import { InvalidArgumentError } from '../lease/errors.ts';
 import type { BackendKind, OpenOptions } from '../lease/types.ts';
+import { parsePostgresUrl } from './postgres-url.ts';
 
 export interface ParsedBackendUrl {
   kind: BackendKind;
@@ -116,8 +117,23 @@ export const URL_OPTIONS: Readonly<Record<string, UrlOption>> = {
   // purpose: application_name and options (the backend sets them: the
   // connection name operators find it by, and the plan cache mode), and the
   // timeouts (callTimeoutMs sets them).
-  host: { kinds: ['postgres'], to: 'driver', about: 'host or Unix socket directory' },
-  port: { kinds: ['postgres'], to: 'driver', about: 'port' },
+  host: {
+    kinds: ['postgres'],
+    to: 'driver',
+    about: 'host or Unix socket directory; a comma list is tried in order',
+  },
+  port: { kinds: ['postgres'], to: 'driver', about: 'port 1-65535 (one, or one per host)' },
+  target_session_attrs: {
+    kinds: ['postgres'],
+    to: 'driver',
+    about: 'which host of a list to use: read-write (default), primary, any',
+  },
+  pooler: {
+    kinds: ['postgres'],
+    to: 'driver',
+    about:
+      'auto (default: detected), none, session or transaction: a connection pooler in between and its mode',
+  },
   user: { kinds: ['postgres'], to: 'driver', about: 'role name' },
   password: { kinds: ['postgres'], to: 'driver', about: 'password (redacted in every message)' },
   ssl: { kinds: ['postgres'], to: 'driver', about: 'true/1: connect with TLS' },
@@ -220,6 +236,8 @@ export function resolveBackendUrl(url: unknown, options: OpenOptions = {}): Back
     merged[name] = value;
   }
   const driverUrl = `${base}${kept.length > 0 ? `?${kept.join('&')}` : ''}${hash}`;
+  // The driver's part of the URL, checked whole before any I/O (ports, host lists, option values).
+  if (kind === 'postgres') parsePostgresUrl(driverUrl, redactUrl(driverUrl));
   return { kind, driverUrl, redactedDriverUrl: redactUrl(driverUrl), options: merged as OpenOptions };
 }
 

@@ -25,6 +25,9 @@
  *   value a later read or the final store shows).
  * - `write-after-lost`: a holder sent a call under a token after its
  *   `onLost` fired for that token.
+ * - `foreign-value`: a read or the final store shows a checkpoint that no holder of this run
+ *   sent: another client's write landed in this run's store (two schemas behind one pooler whose
+ *   statements got mixed up).
  *
  * After a data-loss fault (a Redis restart without persistence, a failover to a
  * lagging replica) acknowledged checkpoints may be gone by design, so the
@@ -40,7 +43,8 @@ export type ViolationKind =
   | 'token-order'
   | 'lost-checkpoint'
   | 'counter'
-  | 'write-after-lost';
+  | 'write-after-lost'
+  | 'foreign-value';
 
 export interface Violation {
   kind: ViolationKind;
@@ -201,12 +205,24 @@ export function check(history: readonly HistoryEvent[], finals: readonly FinalSt
       }
     }
 
+    // A value written under a token that no call of this run ever carried was written by someone else.
+    const sent = new Set(
+      list.filter((x) => x.call === 'checkpoint' && x.value).map((x) => `${x.value!.w}/${x.value!.n}`),
+    );
+    const tokens = new Set(list.map((x) => x.token).filter((t) => t !== null));
+    for (const r of reads) {
+      if (r.value !== null && !tokens.has(r.value.w)) {
+        violations.push({
+          kind: 'foreign-value',
+          item,
+          message: `${r.what} saw n=${r.value.n} from token ${r.value.w} (holder ${r.value.h}), a token no holder of this run had: not this run's write`,
+        });
+      }
+    }
+
     // Counter: applied increments are the distinct (token, n) values acknowledged or observed.
     if (fin !== undefined) {
       // A value seen but never sent by anyone is not an increment: it can only make the count disagree.
-      const sent = new Set(
-        list.filter((x) => x.call === 'checkpoint' && x.value).map((x) => `${x.value!.w}/${x.value!.n}`),
-      );
       const applied = new Set<string>();
       for (const x of acked) applied.add(`${x.value!.w}/${x.value!.n}`);
       for (const r of reads) {

@@ -71,6 +71,18 @@ export interface ChaosOptions {
   keep?: boolean;
   /** Progress lines. Default: none. */
   log?: (line: string) => void;
+  /**
+   * Faults of a topology the runner does not own (postgres-topologies.ts: a primary killed and its
+   * standby promoted), run once each at `afterMs` into the fault phase and recorded under `kind`
+   * with the detail `inject` returns. The run waits for them before it stops the holders.
+   */
+  scheduled?: readonly ScheduledFault[];
+}
+
+export interface ScheduledFault {
+  afterMs: number;
+  kind: FaultKind;
+  inject: () => Promise<string>;
 }
 
 export interface ChaosResult {
@@ -352,6 +364,21 @@ async function runOn(options: ChaosOptions, pair: ReplicatedRedis | null): Promi
       `chaos ${kind}: ${workers} workers, ${itemCount} items, ${seconds}s, ttl ${ttlMs} ms, faults ${faults.join(',')}`,
     );
 
+    const scheduled = (options.scheduled ?? []).map(
+      (f) =>
+        new Promise<void>((resolve) => {
+          setTimeout(() => {
+            const at = now();
+            f.inject()
+              .then(
+                (detail) => history.push({ type: 'fault', kind: f.kind, at, detail }),
+                (err: unknown) =>
+                  injectorErrors.push(`${f.kind}: ${err instanceof Error ? err.message : String(err)}`),
+              )
+              .finally(resolve);
+          }, f.afterMs);
+        }),
+    );
     const bag: FaultKind[] = [];
     if (faults.length === 0) await sleep(untilMs - now());
     while (now() < untilMs && faults.length > 0) {
@@ -367,6 +394,7 @@ async function runOn(options: ChaosOptions, pair: ReplicatedRedis | null): Promi
           injectorErrors.push(`${fault}: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
+    await Promise.all(scheduled);
     holdersRef.stop();
     stats = await holdersRef.done(ttlMs * 4 + 15_000);
     finals = await readFinals(adminNow, items);

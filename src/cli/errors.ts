@@ -11,7 +11,7 @@ import { type ErrorCode, SchemaMismatchError, WorkleaseError } from '../lease/er
 /**
  * Exit statuses, one per thing an operator does something different about
  * (documented in `worklease --help` and the README). 2-7 follow the error
- * code; 8-12 refine a code by the failure's `details.reason` (set by the
+ * code; 8-13 refine a code by the failure's `details.reason` (set by the
  * backends' error tables and by `serve`), so a script can tell "DNS" from
  * "refused" from "wrong password" without reading the message.
  */
@@ -29,6 +29,7 @@ export const EXIT = {
   AUTH_FAILED: 10,
   DNS_FAILED: 11,
   CONNECTION_REFUSED: 12,
+  PRIVILEGE: 13,
 } as const;
 
 const EXIT_BY_CODE: Record<ErrorCode, number> = {
@@ -64,6 +65,10 @@ const BY_REASON: Record<string, { exit: number; hint: string }> = {
     exit: EXIT.CONNECTION_REFUSED,
     hint: 'nothing listens there: check the host and port, and that the server runs',
   },
+  privilege: {
+    exit: EXIT.PRIVILEGE,
+    hint: 'logged in, but the role lacks that grant: grant it, or use a role that has it (the runtime and migration roles: docs/postgres.md)',
+  },
 };
 
 export const EXIT_HELP = `Exit status:
@@ -79,7 +84,8 @@ export const EXIT_HELP = `Exit status:
   9  unknown database (no such database on the server, no PGlite database in the directory)
   10 authentication failed or unknown role/user (the server's own words follow)
   11 host name does not resolve (DNS)
-  12 connection refused: nothing listens on that host and port`;
+  12 connection refused: nothing listens on that host and port
+  13 permission denied: logged in, but the role lacks a grant (named in the message)`;
 
 export interface Failure {
   code: ErrorCode;

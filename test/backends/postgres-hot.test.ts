@@ -283,7 +283,11 @@ describe('HOT renews on postgres', () => {
     expect(await objects()).toContain('function notify_ended');
     const b = await openPostgres(PG_URL, { schema });
     backends.push(b);
-    expect(await objects()).toEqual(['function lease_held', 'function lease_refused']);
+    expect(await objects()).toEqual([
+      'function acquire_late',
+      'function lease_held',
+      'function lease_refused',
+    ]);
     const listener = new pg.Client({ connectionString: PG_URL });
     await listener.connect();
     try {

@@ -120,7 +120,7 @@ describe('frames and replies (no I/O)', () => {
 
   it('a pool refuses a parameter it cannot encode, or a statement without a name, without I/O: the caller sends it through pg', () => {
     const pool = new HotPool(
-      { connectionString: 'postgres://nobody@127.0.0.1:1/none' },
+      () => new pg.Client({ connectionString: 'postgres://nobody@127.0.0.1:1/none' }),
       1,
       1000,
       'x',
@@ -144,7 +144,7 @@ describe('frames and replies (no I/O)', () => {
     } as never);
     const sent: unknown[][] = [];
     const pool = new HotPool(
-      { connectionString: PG_URL },
+      () => new pg.Client({ connectionString: PG_URL }),
       1,
       1000,
       'x',

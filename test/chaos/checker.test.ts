@@ -196,4 +196,15 @@ describe('chaos checker', () => {
     ];
     expect(check(history, []).violations.map((x) => x.kind)).toEqual(['write-after-lost']);
   });
+
+  it("flags a value no holder of the run sent: another schema's write landed in this store", () => {
+    // Two schemas behind one transaction pooler whose prepared statements got mixed up: a holder of
+    // the other run wrote its counter into this run's table.
+    const report = check(clean, fin(2, v(7, 123456, 'w0')));
+    expect(report.violations.map((x) => x.kind)).toContain('foreign-value');
+    expect(report.violations.find((x) => x.kind === 'foreign-value')?.message).toMatch(
+      /a token no holder of this run had/,
+    );
+    expect(check(clean, fin(2, v(2, 2, 'b'))).violations).toEqual([]);
+  });
 });

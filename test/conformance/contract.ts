@@ -197,7 +197,7 @@ export function defineConformance(target: BackendTarget): void {
     it('reports its kind, URL and checkpoint size limit', () => {
       expect(b.kind).toBe(target.kind);
       // The effective namespace is part of the reported URL (see the URL grammar block below).
-      expect(b.url).toBe(`${target.url}?${namespaceOption(target)}=${namespace}`);
+      expect(b.url).toBe(withQuery(target.url, `${namespaceOption(target)}=${namespace}`));
       expect(b.maxStateBytes).toBe(MAX_STATE);
     });
 

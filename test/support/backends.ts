@@ -14,6 +14,11 @@ export const REDIS_URL = process.env.WORKLEASE_TEST_REDIS_URL ?? 'redis://127.0.
 export interface BackendTarget {
   kind: BackendKind;
   url: string;
+  /**
+   * Cuts the connections of the backend opened on `namespace` where the server's own kill cannot
+   * (behind a connection pooler, whose server connections are shared: the pooler cuts its clients).
+   */
+  cut?: (namespace: string) => Promise<number>;
 }
 
 /** Every backend the conformance suite runs on. */

@@ -25,6 +25,7 @@ export async function dropConnections(target: BackendTarget, namespace: string):
   if (!hasServerConnections(target)) {
     throw new Error('pglite is embedded: it has no server connections to drop');
   }
+  if (target.cut !== undefined) return target.cut(namespace);
   return killConnections(target.kind, target.url, namespace);
 }
 

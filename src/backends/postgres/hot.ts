@@ -36,7 +36,7 @@ import pg from 'pg';
 import { BackendUnavailableError } from '../../lease/errors.ts';
 import { DeadlineWatch, tickFor } from '../deadlines.ts';
 import type { Row, SqlNotice, Statement } from '../sql/client.ts';
-import { classifySqlError, isConnectionError, PG_CONNECT_TIMEOUT } from '../sql/errors.ts';
+import { classifySqlError, isConnectionError, PG_CONNECT_TIMEOUT, PG_PROTOCOL_ERROR } from '../sql/errors.ts';
 
 /** Idle connections older than this are closed (pg.Pool's idleTimeoutMillis in index.ts). */
 const IDLE_MS = 30_000;
@@ -126,11 +126,11 @@ export function encodeParams(params: readonly unknown[]): Param[] | null {
 
 /** A statement's fixed frames, built once per backend. */
 interface Prepared {
-  /** Parse (name, text, no parameter types), sent once per connection. */
+  /** Parse (name, text, no parameter types): once per connection when named, with every call when not. */
   readonly parse: Buffer;
   /** Describe of the statement: its RowDescription, asked until the pool has it. */
   readonly describe: Buffer;
-  /** The statement name as a C string, for Bind. */
+  /** The statement name as a C string, for Bind ("" for the unnamed statement). */
   readonly name: Buffer;
 }
 
@@ -142,8 +142,8 @@ function message(type: number, body: Buffer): Buffer {
   return m;
 }
 
-function prepared(statement: Statement): Prepared {
-  const name = Buffer.from(`${statement.name}\0`);
+function prepared(statement: Statement, named: boolean): Prepared {
+  const name = Buffer.from(`${named ? statement.name : ''}\0`);
   return {
     parse: message(80, Buffer.concat([name, Buffer.from(`${statement.text}\0`), Buffer.from([0, 0])])),
     describe: message(68, Buffer.concat([Buffer.from('S'), name])),
@@ -155,10 +155,30 @@ function prepared(statement: Statement): Prepared {
 const EXECUTE_SYNC = Buffer.from([69, 0, 0, 0, 9, 0, 0, 0, 0, 0, 83, 0, 0, 0, 4]);
 
 /**
+ * The frames of a statement without parameters run before a call, in the same implicit
+ * transaction (everything up to Sync is one): Parse of the unnamed statement, Bind, Execute. Used
+ * behind a transaction pooler for the settings a call needs (`set_config(…, true)`: until the
+ * transaction ends), which a session setting could not carry there. Its one row is not the call's.
+ */
+export function preludeFrames(sql: string): Buffer {
+  const parse = message(80, Buffer.concat([Buffer.from(`\0${sql}\0`), Buffer.from([0, 0])]));
+  // Bind: portal "", statement "", no parameter formats, no parameters, no result formats.
+  const bind = message(66, Buffer.from([0, 0, 0, 0, 0, 0, 0, 0]));
+  const execute = message(69, Buffer.from([0, 0, 0, 0, 0]));
+  return Buffer.concat([parse, bind, execute]);
+}
+
+/**
  * The frames of one call: Parse and Describe when asked, then Bind (unnamed portal, the
  * statement, parameter formats, the parameters, text results), Execute and Sync, in one Buffer.
  */
-export function callFrames(p: Prepared, params: readonly Param[], parse: boolean, describe: boolean): Buffer {
+export function callFrames(
+  p: Prepared,
+  params: readonly Param[],
+  parse: boolean,
+  describe: boolean,
+  prelude: Buffer | null = null,
+): Buffer {
   const n = params.length;
   let binary = false;
   let size = 0;
@@ -175,9 +195,13 @@ export function callFrames(p: Prepared, params: readonly Param[], parse: boolean
   }
   // Bind: portal "" (1), name, format count (2) [+ n formats], param count (2), params, result formats (2).
   const bindLen = 4 + 1 + p.name.length + 2 + (binary ? 2 * n : 0) + 2 + size + 2;
-  const head = (parse ? p.parse.length : 0) + (describe ? p.describe.length : 0);
+  const head =
+    (prelude === null ? 0 : prelude.length) +
+    (parse ? p.parse.length : 0) +
+    (describe ? p.describe.length : 0);
   const out = Buffer.allocUnsafe(head + 1 + bindLen + EXECUTE_SYNC.length);
   let at = 0;
+  if (prelude !== null) at += prelude.copy(out, at);
   if (parse) at += p.parse.copy(out, at);
   if (describe) at += p.describe.copy(out, at);
   out[at++] = 66;
@@ -221,10 +245,16 @@ interface Call {
   readonly onNotice: ((notice: SqlNotice) => void) | undefined;
   readonly resolve: (rows: Row[]) => void;
   readonly reject: (err: Error) => void;
+  /** Rows as the server's text in select-list order (SqlClient.queryText), not keyed objects. */
+  readonly text: boolean;
+  /** The key of its frames and columns: the statement name when named, else its text. */
+  readonly key: string;
+  /** Commands of the prelude still to complete: their rows are not the call's. */
+  skip: number;
   /** The connection it was written on; null while it waits for one. */
   conn: Conn | null;
   fields: readonly Field[] | null;
-  rows: Row[];
+  rows: (Row | (string | null)[])[];
   error: PgServerError | null;
 }
 
@@ -256,6 +286,17 @@ class Conn {
   }
 
   private onData(chunk: Buffer): void {
+    try {
+      this.read(chunk);
+    } catch (err) {
+      // A reply this parser cannot follow (a length past the message, a value its type parser
+      // refuses): the connection is given up, its call fails, the process goes on.
+      this.broken(`a malformed message (${err instanceof Error ? err.message : String(err)})`);
+    }
+  }
+
+  private read(chunk: Buffer): void {
+    if (this.dead) return;
     let buf = chunk;
     if (this.restBytes > 0) {
       // A large reply (a checkpoint's state) arrives in many chunks: joined once, when it is whole.
@@ -269,7 +310,12 @@ class Conn {
     let at = 0;
     let needed = 5;
     while (buf.length - at >= 5) {
-      const end = at + 1 + buf.readInt32BE(at + 1);
+      const length = buf.readInt32BE(at + 1);
+      if (length < 4) {
+        this.broken(`a message of length ${length}`);
+        return;
+      }
+      const end = at + 1 + length;
       if (end > buf.length) {
         needed = end - at;
         break;
@@ -291,8 +337,14 @@ class Conn {
     switch (type) {
       case 68: {
         // DataRow
+        if (call !== null && call.skip > 0) return true;
+        if (call?.text) {
+          call.rows.push(textRow(buf, from));
+          return true;
+        }
         if (call === null || call.fields === null) return this.broken('a row without a call');
         const n = buf.readInt16BE(from);
+        if (n !== call.fields.length) return this.broken(`a row of ${n} columns for ${call.fields.length}`);
         const row: Row = {};
         let at = from + 2;
         for (let i = 0; i < n; i++) {
@@ -314,13 +366,16 @@ class Conn {
         this.pool.finished(this, call);
         return true;
       case 49: // ParseComplete
-        if (call !== null) this.parsed.add(call.statement.name!);
+        if (call !== null && call.skip === 0) this.parsed.add(call.key);
         return true;
       case 84: // RowDescription
-        if (call !== null) call.fields = this.pool.described(call.statement, rowDescription(buf, from));
+        if (call !== null) call.fields = this.pool.described(call.key, rowDescription(buf, from));
         return true;
       case 110: // NoData
-        if (call !== null) call.fields = this.pool.described(call.statement, []);
+        if (call !== null) call.fields = this.pool.described(call.key, []);
+        return true;
+      case 67: // CommandComplete
+        if (call !== null && call.skip > 0) call.skip--;
         return true;
       case 69: // ErrorResponse
         if (call !== null) call.error = serverError(buf, from, to);
@@ -332,7 +387,6 @@ class Conn {
         }
         return true;
       case 50: // BindComplete
-      case 67: // CommandComplete
       case 116: // ParameterDescription
       case 83: // ParameterStatus
       case 65: // NotificationResponse
@@ -344,10 +398,29 @@ class Conn {
 
   /** Not a stream this parser can follow any more: nothing after this can be matched to its call. */
   private broken(why: string): false {
+    if (this.dead) return false;
     this.destroy();
-    this.pool.failed(this, new Error(`Connection terminated: ${why} from the server`));
+    this.pool.failed(this, new Error(`${PG_PROTOCOL_ERROR} ${this.pool.server()}: ${why}`));
     return false;
   }
+}
+
+/** A DataRow body at `from` as the server's text, in column order (NULL as null). */
+function textRow(buf: Buffer, from: number): (string | null)[] {
+  const n = buf.readInt16BE(from);
+  const row: (string | null)[] = new Array(n);
+  let at = from + 2;
+  for (let i = 0; i < n; i++) {
+    const len = buf.readInt32BE(at);
+    at += 4;
+    if (len < 0) row[i] = null;
+    else {
+      if (at + len > buf.length) throw new RangeError('a value past the end of its row');
+      row[i] = buf.toString('utf8', at, at + len);
+      at += len;
+    }
+  }
+  return row;
 }
 
 /** The columns of a RowDescription body at `from`. */
@@ -379,9 +452,12 @@ export class HotPool {
   private isClosed = false;
   /** Set when `pg` did not hand over a socket: {@link query} then answers null (calls go through `pg`). */
   private disabled = false;
+  private readonly named: boolean;
+  private readonly prelude: Buffer | null;
 
   constructor(
-    private readonly config: pg.ClientConfig,
+    /** Makes a client that connects like the pool's (connect.ts: host, settings, protocol guard). */
+    private readonly newClient: () => pg.Client,
     private readonly size: number,
     private readonly timeoutMs: number,
     private readonly url: string,
@@ -393,7 +469,18 @@ export class HotPool {
       params: readonly unknown[],
       onNotice: ((n: SqlNotice) => void) | undefined,
     ) => Promise<Row[]>,
+    /** `host:port` of the server connections go to now, for messages. */
+    readonly server: () => string = () => url,
+    /**
+     * How statements are sent: named, parsed once per connection (connecting directly or through a
+     * session pooler), or unnamed with every call, after `prelude` (the call's settings) in the same
+     * round trip (behind a transaction pooler, where a connection's next transaction may run on
+     * another server connection, one where a named statement is missing or is another client's).
+     */
+    mode: { named: boolean; prelude: string | null } = { named: true, prelude: null },
   ) {
+    this.named = mode.named;
+    this.prelude = mode.prelude === null ? null : preludeFrames(mode.prelude);
     this.watch = new DeadlineWatch<Call>(tickFor(timeoutMs), (call) => this.expire(call));
   }
 
@@ -403,18 +490,20 @@ export class HotPool {
   }
 
   /**
-   * Runs a named statement on one of these connections; null (the caller sends it through `pg`)
-   * for a statement without a name, a parameter of a kind only `pg` encodes, or a `pg` that did not
-   * hand over its socket.
+   * Runs a statement on one of these connections; null (the caller sends it through `pg`) for a
+   * statement without a name while statements are named, a parameter of a kind only `pg` encodes,
+   * or a `pg` that did not hand over its socket. `text`: rows as text arrays (queryText).
    */
   query(
     statement: Statement,
     params: readonly unknown[],
     onNotice?: (n: SqlNotice) => void,
+    text = false,
   ): Promise<Row[]> | null {
-    if (this.disabled || statement.name === undefined) return null;
+    if (this.disabled || (this.named && statement.name === undefined)) return null;
     const encoded = encodeParams(params);
     if (encoded === null) return null;
+    const key = this.named ? statement.name! : statement.text;
     return new Promise<Row[]>((resolve, reject) => {
       const call: Call = {
         deadline: Date.now() + this.timeoutMs,
@@ -422,10 +511,13 @@ export class HotPool {
         params: encoded,
         rawParams: params,
         onNotice,
-        resolve,
+        resolve: resolve as (rows: Row[]) => void,
         reject,
+        text,
+        key,
+        skip: 0,
         conn: null,
-        fields: this.fields.get(statement.name!) ?? null,
+        fields: text ? null : (this.fields.get(key) ?? null),
         rows: [],
         error: null,
       };
@@ -446,23 +538,27 @@ export class HotPool {
   }
 
   private write(conn: Conn, call: Call): void {
-    const name = call.statement.name!;
-    let p = this.frames.get(name);
+    const key = call.key;
+    let p = this.frames.get(key);
     if (p === undefined) {
-      p = prepared(call.statement);
-      this.frames.set(name, p);
+      p = prepared(call.statement, this.named);
+      // Unnamed statements are keyed by their text: the admin reads' lists vary (statements.ts,
+      // list), so their frames are not kept past a bound.
+      if (this.frames.size < 256) this.frames.set(key, p);
     }
     this.busy.add(conn);
     conn.call = call;
     call.conn = conn;
-    conn.socket.write(callFrames(p, call.params, !conn.parsed.has(name), call.fields === null));
+    call.skip = this.prelude === null ? 0 : 1;
+    const parse = !this.named || !conn.parsed.has(key);
+    conn.socket.write(callFrames(p, call.params, parse, !call.text && call.fields === null, this.prelude));
   }
 
   /** Records a statement's columns (the first description wins: they are the same on every connection). */
-  described(statement: Statement, fields: Field[]): readonly Field[] {
-    const known = this.fields.get(statement.name!);
+  described(key: string, fields: Field[]): readonly Field[] {
+    const known = this.fields.get(key);
     if (known !== undefined) return known;
-    this.fields.set(statement.name!, fields);
+    if (this.fields.size < 256) this.fields.set(key, fields);
     return fields;
   }
 
@@ -478,7 +574,7 @@ export class HotPool {
       this.onBroken(err);
     } else this.release(conn);
     if (err !== null) call.reject(classifySqlError(err, 'query', this.url));
-    else call.resolve(call.rows);
+    else call.resolve(call.rows as Row[]);
   }
 
   /** Opens a connection when calls wait for one and fewer than `size` are open or opening. */
@@ -534,7 +630,7 @@ export class HotPool {
 
   private connect(): void {
     this.opening++;
-    const client = new pg.Client(this.config);
+    const client = this.newClient();
     client.on('error', () => {});
     client.connect((err: Error | null | undefined) => {
       this.opening--;
@@ -555,8 +651,12 @@ export class HotPool {
           stream.destroy();
           return;
         }
-        // From here on the socket is read here: `pg`'s parser is detached from it.
+        // From here on the socket is read here: `pg`'s parser is detached from it, and so is the
+        // frame check put before that parser (connect.ts, guardStream): Conn.read bounds every
+        // message by its length itself, and the check would cost every call a copy of its
+        // CommandComplete.
         stream.removeAllListeners('data');
+        if (Object.hasOwn(stream, 'emit')) Reflect.deleteProperty(stream, 'emit');
         this.release(new Conn(stream, this));
         return;
       }

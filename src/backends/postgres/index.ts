@@ -11,15 +11,17 @@
  * attached so an idle connection dying never crashes the process.
  */
 import pg from 'pg';
-import { BackendUnavailableError } from '../../lease/errors.ts';
+import { BackendUnavailableError, InternalError, InvalidArgumentError } from '../../lease/errors.ts';
 import type { LeaseBackend, OpenOptions } from '../../lease/types.ts';
 import { createBackend, type LeaseDriver, resolveTarget } from '../common.ts';
 import { DeadlineWatch, tickFor } from '../deadlines.ts';
+import { parsePostgresUrl } from '../postgres-url.ts';
 import type { Row, SqlClient, SqlNotice, SqlQuery, Statement, TextRow } from '../sql/client.ts';
 import { openSqlDriver } from '../sql/driver.ts';
 import { classifySqlError, isConnectionError } from '../sql/errors.ts';
 import { checkSchema, migrateSchema } from '../sql/migrations.ts';
 import { quoteIdent } from '../sql/statements.ts';
+import { behindPooler, Connector } from './connect.ts';
 import { HotPool } from './hot.ts';
 
 /** The `application_name` of a backend's connections; lets operators (and tests) find exactly them. */
@@ -52,11 +54,24 @@ class PgClient implements SqlClient {
   readonly #url: string;
   readonly #watch: DeadlineWatch<InFlight>;
 
+  readonly callTimeoutMs: number;
+
+  /**
+   * LISTEN, where it works: not behind a transaction pooler (the server connection that ran the
+   * LISTEN goes back to the pool; notifications would reach whichever client has it next, or no
+   * one). There the driver polls instead (sql/driver.ts, watchEnded).
+   */
+  readonly listen?: (channel: string, onNotify: (payload: string | null) => void) => () => void;
+
+  /** Every statement goes through the lease calls' connections, unnamed, with its settings (hot.ts). */
+  readonly #pooled: boolean;
+  readonly #connector: Connector;
+
   /**
    * A LISTEN connection of its own (a pooled one would be handed to other calls): one per
    * listen call, reconnected every LISTEN_RETRY_MS while it is down. Only waiting acquires use it.
    */
-  listen(channel: string, onNotify: (payload: string | null) => void): () => void {
+  #listen(channel: string, onNotify: (payload: string | null) => void): () => void {
     let stopped = false;
     let current: pg.Client | null = null;
     let retry: NodeJS.Timeout | undefined;
@@ -69,7 +84,7 @@ class PgClient implements SqlClient {
       retry.unref();
     };
     const connect = async (): Promise<void> => {
-      const c = new pg.Client({ ...this.#listenConfig });
+      const c = new this.#Client({ ...this.#listenConfig });
       current = c;
       c.on('error', () => {});
       c.on('end', () => {
@@ -99,6 +114,7 @@ class PgClient implements SqlClient {
   }
 
   readonly #listenConfig: pg.ClientConfig;
+  readonly #Client: typeof pg.Client;
 
   /** The pool's connections that sit idle now (from its connect/acquire/release/remove events). */
   readonly #idle = new Set<pg.PoolClient>();
@@ -110,19 +126,32 @@ class PgClient implements SqlClient {
     pool: pg.Pool,
     timeoutMs: number,
     url: string,
-    listenConfig: pg.ClientConfig,
-    hotConfig: pg.ClientConfig,
+    config: pg.ClientConfig,
+    connector: Connector,
     hotSize: number,
+    /** Behind a transaction pooler: the settings every call carries (hot.ts, prelude); null otherwise. */
+    prelude: string | null,
   ) {
-    this.#listenConfig = listenConfig;
+    this.#listenConfig = config;
+    this.#connector = connector;
+    this.#Client = connector.clientClass();
     this.#pool = pool;
+    this.callTimeoutMs = timeoutMs;
+    this.#pooled = prelude !== null;
+    if (!this.#pooled) this.listen = this.#listen.bind(this);
+    const Client = this.#Client;
     this.#hot = new HotPool(
-      hotConfig,
+      () => new Client(config),
       hotSize,
       timeoutMs,
       url,
       (err) => this.#dropPooled(err),
-      (statement, params, onNotice) => this.#checkedOut(statement, params, false, onNotice) as Promise<Row[]>,
+      this.#pooled
+        ? () => Promise.reject(this.#unsendable())
+        : (statement, params, onNotice) =>
+            this.#checkedOut(statement, params, false, onNotice) as Promise<Row[]>,
+      () => connector.server,
+      { named: !this.#pooled, prelude },
     );
     this.#timeoutMs = timeoutMs;
     this.#url = url;
@@ -150,8 +179,9 @@ class PgClient implements SqlClient {
     this.#dropPooled(cause);
   }
 
-  /** The pool's part of {@link #dropIdle}. */
+  /** The pool's part of {@link #dropIdle}; also: the next connection looks for the primary again. */
   #dropPooled(cause: Error): void {
+    this.#connector.stale();
     for (const c of [...this.#idle]) {
       this.#idle.delete(c);
       c.emit('error', new Error(`dropped: another connection to the same server broke (${cause.message})`));
@@ -196,15 +226,31 @@ class PgClient implements SqlClient {
     params: readonly unknown[],
     onNotice?: (notice: SqlNotice) => void,
   ): Promise<Row[]> {
-    if (statement.hot === true) {
+    if (this.#pooled || statement.hot === true) {
       const sent = this.#hot.query(statement, params, onNotice);
       if (sent !== null) return sent;
+      if (this.#pooled) return Promise.reject(this.#unsendable());
     }
     return this.#checkedOut(statement, params, false, onNotice) as Promise<Row[]>;
   }
 
   queryText(statement: Statement, params: readonly unknown[]): Promise<TextRow[]> {
+    if (this.#pooled) {
+      const sent = this.#hot.query(statement, params, undefined, true) as Promise<unknown[]> | null;
+      return (sent ?? Promise.reject(this.#unsendable())) as Promise<TextRow[]>;
+    }
     return this.#checkedOut(statement, params, true) as Promise<TextRow[]>;
+  }
+
+  /**
+   * Behind a transaction pooler a statement must carry its settings in its own round trip, which
+   * only hot.ts can send: one it cannot (a parameter of a kind only `pg` encodes) is refused rather
+   * than sent without them.
+   */
+  #unsendable(): Error {
+    return new InternalError(
+      `a statement for ${this.#url} cannot be sent with its settings behind a transaction pooler`,
+    );
   }
 
   /**
@@ -322,27 +368,60 @@ class PgClient implements SqlClient {
  */
 export async function openPostgres(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
   const { address, options: o, url: redacted } = resolveTarget(url, options, ['postgres'], 'PostgreSQL');
-  // synchronous_commit is a session setting: every pooled connection starts with it (docs/durability.md).
-  const sync =
-    o.durability.synchronousCommit === null ? '' : ` -c synchronous_commit=${o.durability.synchronousCommit}`;
-  const connection = {
-    connectionString: address.driverUrl,
+  const target = parsePostgresUrl(address.driverUrl, address.redactedDriverUrl);
+  // Only what PgBouncer accepts goes in the start-up packet (it refuses statement_timeout and
+  // options, with its default settings): the settings follow once connected (connect.ts).
+  const config: pg.ClientConfig = {
+    connectionString: target.hostUrl(0),
     application_name: applicationName(o.schema),
     connectionTimeoutMillis: o.callTimeoutMs,
     keepAlive: true,
   };
-  const sessionConfig = {
-    ...connection,
-    // The server cancels a statement that runs past the call timeout, so a
-    // call abandoned by the client does not keep holding row locks.
-    statement_timeout: o.callTimeoutMs,
-    // Every hot statement is a primary-key lookup, so the generic plan is always
-    // the right one. Left to 'auto', Postgres keeps re-planning the CTE-shaped
-    // statements (custom plans), which measured at about half the throughput
-    // (64 calls in flight: renew at 0.48x a raw upsert with custom plans, 0.92x generic).
-    options: `-c plan_cache_mode=force_generic_plan${sync}`,
-  };
-  const pool = new pg.Pool({ ...sessionConfig, max: o.poolSize, idleTimeoutMillis: 30_000 });
+  let pooler = target.pooler;
+  if (pooler === 'auto' || pooler === 'none') {
+    const found = await detectPooler(target, redacted, config);
+    if (found && pooler === 'none') {
+      throw new InvalidArgumentError(
+        `${redacted} says ?pooler=none, but the server answers through a connection pooler (its process id is not the one the connection was given): use ?pooler=transaction or ?pooler=session`,
+      );
+    }
+    if (found) {
+      o.telemetry.logger?.warn(
+        { url: redacted, pooler: 'transaction' },
+        `worklease: ${redacted} is reached through a connection pooler: lease calls send unnamed statements with their settings, and waiting acquires poll every 250 ms instead of LISTEN (as behind a transaction pooler); add ?pooler=session if it pools by session, ?pooler=transaction to say so and skip this check`,
+      );
+    }
+    pooler = found ? 'transaction' : 'none';
+  } else if (pooler === 'transaction') {
+    o.telemetry.logger?.info(
+      { url: redacted, pooler },
+      `worklease: ${redacted} is behind a transaction pooler: waiting acquires poll every 250 ms instead of LISTEN`,
+    );
+  }
+  const ms = o.callTimeoutMs;
+  const sync = o.durability.synchronousCommit;
+  // The server cancels a statement that runs past the call timeout, so a call abandoned by the
+  // client does not keep holding row locks; synchronous_commit is the durability option
+  // (docs/durability.md). Every hot statement is a primary-key lookup, so the generic plan is
+  // always the right one: left to 'auto', Postgres keeps re-planning the CTE-shaped named
+  // statements (custom plans), which measured at about half the throughput (64 in flight: renew
+  // at 0.48x a raw upsert with custom plans, 0.92x generic). Unnamed statements are planned once
+  // anyway, so behind a transaction pooler only the first two go with each call.
+  const sessionSql =
+    pooler === 'transaction'
+      ? null
+      : `SET statement_timeout = ${ms}; SET plan_cache_mode = force_generic_plan${sync === null ? '' : `; SET synchronous_commit = ${sync}`}`;
+  const prelude =
+    pooler === 'transaction'
+      ? `SELECT set_config('statement_timeout', '${ms}', true)${sync === null ? '' : `, set_config('synchronous_commit', '${sync}', true)`}`
+      : null;
+  const connector = new Connector({ url: target, redacted, config, sessionSql });
+  const pool = new pg.Pool({
+    ...config,
+    Client: connector.clientClass(),
+    max: o.poolSize,
+    idleTimeoutMillis: 30_000,
+  });
   // Idle connections that die (server restart, pg_terminate_backend) are
   // removed by the pool; the next call gets a fresh one. Without a listener
   // the error would crash the process.
@@ -351,15 +430,38 @@ export async function openPostgres(url: string, options: OpenOptions = {}): Prom
   pool.on('connect', (client) => {
     client.on('error', () => {});
   });
-  const client = new PgClient(pool, o.callTimeoutMs, redacted, connection, sessionConfig, o.poolSize);
+  const client = new PgClient(pool, o.callTimeoutMs, redacted, config, connector, o.poolSize, prelude);
   let driver: LeaseDriver;
   try {
     if (o.migrate) await migrateSchema(client, o.schema, redacted);
     else await checkSchema(client, o.schema, redacted);
     driver = await openSqlDriver('postgres', redacted, client, o.schema);
   } catch (err) {
-    await pool.end().catch(() => {});
+    await client.close().catch(() => {});
     throw err;
   }
   return createBackend(driver, o.maxStateBytes, o.telemetry);
+}
+
+/**
+ * One connection, without any setting, to tell whether a pooler sits in between (connect.ts,
+ * behindPooler). Through the connector, so it goes to the host the URL's list and
+ * target_session_attrs pick, and a server that speaks garbage fails it instead of the process.
+ */
+async function detectPooler(
+  target: ReturnType<typeof parsePostgresUrl>,
+  redacted: string,
+  config: pg.ClientConfig,
+): Promise<boolean> {
+  const Client = new Connector({ url: target, redacted, config, sessionSql: null }).clientClass();
+  const client = new Client(config);
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return await behindPooler(client);
+  } catch (err) {
+    throw classifySqlError(err, 'connecting', redacted);
+  } finally {
+    client.end().catch(() => {});
+  }
 }

@@ -46,6 +46,12 @@ export interface SqlQuery {
 
 export interface SqlClient extends SqlQuery {
   /**
+   * How long a call may wait for the server, ms, when the client enforces it (PostgreSQL); absent
+   * where calls cannot time out (PGlite, in this thread). The driver sends an acquire's deadline
+   * in the server's clock from it (statements/acquire.ts).
+   */
+  readonly callTimeoutMs?: number;
+  /**
    * Like {@link SqlQuery.query}, but rows come back as {@link TextRow}s. For the
    * big reads of the console (list, changes: up to 10 000 rows a call), where the
    * client's generic type parsers dominated the cost: `pg` parses every

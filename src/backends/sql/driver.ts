@@ -73,13 +73,57 @@ export async function openSqlDriver(
   schema: string,
 ): Promise<SqlLeaseDriver> {
   const [row] = await client.query(
-    { text: "SELECT current_setting('server_version_num')::int AS server_version_num" },
+    {
+      text: "SELECT current_setting('server_version_num')::int AS server_version_num, floor(extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms",
+    },
     [],
   );
+  const received = performance.now();
   const version = Number(row?.server_version_num);
   if (!Number.isInteger(version)) throw new InternalError('the server did not report its version');
-  return new SqlLeaseDriver(kind, url, client, schema, version);
+  const driver = new SqlLeaseDriver(kind, url, client, schema, version);
+  driver.clock.observe(Number(row?.now_ms), received);
+  return driver;
 }
+
+/**
+ * How far the server's clock is ahead of this process's monotonic clock (`performance.now()`), as a
+ * lower bound, for the deadline an acquire carries (statements/acquire.ts). A server time read
+ * somewhere between sending a statement and receiving its answer is at most the server's clock at
+ * the receive: `server ms - receive` never exceeds the true offset. The monotonic clock, not
+ * Date.now(): a client clock stepped forward would otherwise push deadlines later than the moment
+ * the call really gives up. Clocks drift apart, so a bound loses {@link DRIFT} per ms of its age
+ * (1000 ppm: far above what NTP-disciplined clocks drift). A deadline computed from it is at or
+ * before the call's real give-up moment in the server's clock; what stays uncovered is the server's
+ * own clock stepping back.
+ */
+export class ServerClock {
+  #best: number | null = null;
+  #at = 0;
+
+  /** A server time (epoch ms) read before `receivedAt` (performance.now()). */
+  observe(serverMs: number, receivedAt: number): void {
+    if (!Number.isFinite(serverMs)) return;
+    const bound = serverMs - receivedAt;
+    const aged = this.#best === null ? null : this.#best - DRIFT * (receivedAt - this.#at);
+    if (aged === null || bound >= aged) {
+      this.#best = bound;
+      this.#at = receivedAt;
+    }
+  }
+
+  /** The server's time (epoch ms) at or before `afterMs` from now, null when it was never measured. */
+  deadline(afterMs: number): number | null {
+    if (this.#best === null) return null;
+    const now = performance.now();
+    return Math.floor(now + afterMs + this.#best - DRIFT * (now - this.#at));
+  }
+}
+
+const DRIFT = 1e-3;
+
+/** How often a waiting acquire's wake-ups are polled where LISTEN cannot work (a transaction pooler), ms. */
+export const ENDED_POLL_MS = 250;
 
 export class SqlLeaseDriver implements LeaseDriver {
   readonly kind: BackendKind;
@@ -88,6 +132,8 @@ export class SqlLeaseDriver implements LeaseDriver {
   readonly #sql: Statements;
   readonly #count: Statement;
   readonly #schema: string;
+  /** The server's clock, for acquire deadlines (see {@link ServerClock}). */
+  readonly clock = new ServerClock();
 
   constructor(kind: BackendKind, url: string, client: SqlClient, schema: string, serverVersionNum: number) {
     this.kind = kind;
@@ -105,16 +151,25 @@ export class SqlLeaseDriver implements LeaseDriver {
     stepId: string | null,
   ): Promise<LeaseRecord> {
     let held: HeldNotice | undefined;
-    const rows = await this.#client.query(this.#sql.acquire, [workId, holderId, ttlMs, stepId], (n) => {
-      held = heldNotice(n) ?? held;
-    });
+    const timeout = this.#client.callTimeoutMs;
+    const deadline = timeout === undefined ? null : this.clock.deadline(timeout);
+    const rows = await this.#client.query(
+      this.#sql.acquire,
+      [workId, holderId, ttlMs, stepId, deadline],
+      (n) => {
+        held = heldNotice(n) ?? held;
+      },
+    );
     const row = rows[0];
     if (row !== undefined) {
+      const expiresAt = toDate(row.expires_at, 'expires_at');
+      // expires_at is the statement's start + ttl: a server time read before this answer came.
+      if (timeout !== undefined) this.clock.observe(expiresAt.getTime() - ttlMs, performance.now());
       return {
         workId,
         holderId,
         fencingToken: toBigInt(row.token, 'token'),
-        expiresAt: toDate(row.expires_at, 'expires_at'),
+        expiresAt,
       };
     }
     if (held === undefined) {
@@ -349,7 +404,9 @@ export class SqlLeaseDriver implements LeaseDriver {
 
   async serverTime(): Promise<Date> {
     const rows = await this.#client.query(this.#sql.serverTime, []);
-    return toDate(rows[0]?.now, 'now');
+    const now = toDate(rows[0]?.now, 'now');
+    this.clock.observe(now.getTime(), performance.now());
+    return now;
   }
 
   async serverVersion(): Promise<string> {
@@ -409,8 +466,50 @@ export class SqlLeaseDriver implements LeaseDriver {
    */
   watchEnded(onEnded: (workId: string | null) => void): () => void {
     const listen = this.#client.listen;
-    if (listen === undefined) return () => {};
+    if (listen === undefined) return this.#pollEnded(onEnded);
     return listen.call(this.#client, endedChannel(this.#schema), onEnded);
+  }
+
+  /**
+   * {@link watchEnded} where the client cannot LISTEN (behind a transaction pooler, whose server
+   * connection goes back to the pool after the LISTEN): the change feed read every
+   * {@link ENDED_POLL_MS} while anyone waits, each ended lease announced as a NOTIFY would. A lease
+   * that ended and was taken again between two reads is not announced: it is held again anyway.
+   */
+  #pollEnded(onEnded: (workId: string | null) => void): () => void {
+    let stopped = false;
+    let cursor: string | null = null;
+    let timer: NodeJS.Timeout | undefined;
+    const tick = async (): Promise<void> => {
+      try {
+        if (cursor === null) {
+          cursor = await this.changeCursor();
+          if (!stopped) onEnded(null);
+        } else {
+          for (let page = 0; page < 10 && !stopped; page++) {
+            const batch = await this.changes(cursor, 1000);
+            cursor = batch.cursor;
+            for (const c of batch.changes) {
+              if (!stopped && (c.kind === 'released' || c.kind === 'force-released' || c.kind === 'pruned'))
+                onEnded(c.workId);
+            }
+            if (batch.changes.length < 1000) break;
+          }
+        }
+      } catch {
+        // The next read starts from a fresh cursor, which wakes every waiter once.
+        cursor = null;
+      }
+      if (!stopped) {
+        timer = setTimeout(() => void tick(), ENDED_POLL_MS);
+        timer.unref();
+      }
+    };
+    void tick();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
   }
 
   /** See {@link LeaseDriver.notifyEnd}: sets wanted_until, which the trigger of migration 6 reads. */

@@ -302,6 +302,28 @@ DROP TRIGGER leases_ended ON ${s}.leases;
 DROP FUNCTION ${s}.notify_ended();
 `,
   },
+  {
+    version: 12,
+    name: '012_acquire_deadline',
+    sql: (s) => `
+-- acquire carries its caller's deadline in the server's clock (statements/acquire.ts): past it, this
+-- function raises SQLSTATE WL003 before anything is written, so an acquire that its caller already
+-- gave up on (the call timed out while the server was stalled, or while the statement waited for
+-- the row lock) never grants a lease that nobody holds. The client reports it as the call's
+-- BACKEND_UNAVAILABLE timeout. Runs only past the deadline.
+CREATE FUNCTION ${s}.acquire_late(deadline_ms float8) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION USING
+    ERRCODE = 'WL003',
+    MESSAGE = 'worklease: acquire refused: its caller had given up (the call''s deadline had passed when the server came to it; nothing was written)',
+    DETAIL = json_build_object(
+      'deadline_ms', deadline_ms,
+      'now_ms', floor(extract(epoch FROM clock_timestamp()) * 1000))::text;
+END
+$$;
+`,
+  },
 ];
 
 function unquote(quoted: string): string {
@@ -384,8 +406,19 @@ export async function checkSchema(client: SqlClient, schema: string, url: string
   }
 }
 
-/** Creates or upgrades the schema. Returns the migrations applied by this call (empty when up to date). */
+/**
+ * Creates or upgrades the schema. Returns the migrations applied by this call (empty when up to date).
+ * An up-to-date schema is only read (the applied versions), so a role with the runtime grants alone
+ * opens it; the migration transaction (which creates the schema if missing, and needs CREATE on the
+ * database for that even when it exists) runs only when something is missing.
+ */
 export async function migrateSchema(client: SqlClient, schema: string, url: string): Promise<string[]> {
+  const now = await appliedVersions(client, schema);
+  if (now !== null) {
+    const version = now.length === 0 ? 0 : now[now.length - 1]!;
+    if (version > LATEST_VERSION) throw tooNew(schema, version, url);
+    if (missing(now).length === 0) return [];
+  }
   return client.transaction(async (tx) => {
     // hashtext may collide for two schema names; that only makes them wait for each other.
     await tx.query({ text: 'SELECT pg_advisory_xact_lock($1, hashtext($2))' }, [LOCK_CLASS, schema]);

@@ -38,36 +38,11 @@
  *
  * Outcomes, statement by statement
  * --------------------------------
- * acquire (`INSERT … ON CONFLICT (work_id) DO UPDATE … WHERE <expires_at <= now, or else the
- * held notice>`):
- *   - no row: inserts the token of the token rule (below) with no predecessor, predecessor
- *     'none', returns the token and expiry.
- *   - row whose lease ran out or ended (including a pruned row, a tombstone that kept
- *     its token): the DO UPDATE takes it over with the next token,
- *     keeps the checkpoint for the successor, records predecessor_end from
- *     `ended` ('released' / 'force-released', or 'expired' when it just ran out) and
- *     clean_handoff = (predecessor released). Returns the token and expiry.
- *   - live row (also the caller's own): the DO UPDATE's WHERE calls lease_held (migration 9),
- *     which sends a NOTICE (WL002) with the holder, token and expiry of the row version it locked
- *     (the latest) and answers false: nothing is written or returned → LEASE_HELD with those
- *     details. A NOTICE and not an error, since a held item is routine: nothing in the server's
- *     log, no rollback. A session whose client_min_messages is above NOTICE hears nothing: still
- *     LEASE_HELD, just without holder details. Before migration 9 a second branch read the row
- *     from the statement's snapshot; a first acquire, statements taking turns, ran at 0.867x the
- *     raw upsert at 1 in flight and 0.633x at 16 with it, 0.959x and 0.704x without.
- * checkpoint / renew / release (`UPDATE … WHERE work_id = $1 AND <token = $2 AND expires_at > now,
- * or else the refusal>`):
- *   - stored token matches and lease live: writes (state + expiry / expiry / expiry in the
- *     past + ended = 'released'), returns the new expiry (and, for checkpoint and renew, the
- *     release request in one column, `rq`).
- *   - otherwise the WHERE raises WL001 with the stored token, expiry and last_op: token differs
- *     → FENCED; token matches → LEASE_EXPIRED. Nothing is written.
- *   - no row at all (never acquired) → empty result → FENCED; a pruned row → FENCED too
- *     (its lease is gone, even though the tombstone keeps the same token).
+ * acquire, checkpoint, renew, release, readCheckpoint: each in a file of its own under
+ *   statements/, with its outcomes (the lease calls; their expanded text is snapshotted in
+ *   test/backends/__snapshots__/, so a review diff shows what the server runs).
  * readState (`SELECT`): operators read a slice of the checkpoint without a record; the
  *   slice is cut on the server, so a large checkpoint is never sent whole.
- * readCheckpoint (`SELECT`): one row; token differs, no row or pruned row → FENCED. The state column
- *   is only sent when the token matches, so a fenced caller costs no payload.
  * forceRelease (CTE: lock the row, update it, insert the audit row): the lock comes
  *   first (`cur … FOR UPDATE`) so the audit row, the CONFLICT decision and the update
  *   all see the same latest version. No row → NOT_FOUND; token differs from the
@@ -149,100 +124,14 @@
  * its index leave.
  */
 
-/** The LISTEN channel on which the end of a lease in `schema` is announced (migrations 3 and 11). */
-export function endedChannel(schema: string): string {
-  return `wl_ended_${schema}`;
-}
+import { acquireStatement } from './statements/acquire.ts';
+import { checkpointStatement } from './statements/checkpoint.ts';
+import { INFO_COLUMNS, leaseFragments, MS, us } from './statements/fragments.ts';
+import { readCheckpointStatement } from './statements/read-checkpoint.ts';
+import { releaseStatement } from './statements/release.ts';
+import { renewStatement } from './statements/renew.ts';
 
-/** Quotes an identifier (the schema name, already validated as [a-z_][a-z0-9_]*). */
-export function quoteIdent(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}
-
-/** Quotes a string literal (the channel name: the schema name is validated, this is for safety). */
-function quoteLiteral(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
-
-const MS = `* interval '1 millisecond'`;
-
-/**
- * The server time of a lease call on the hot path (acquire, checkpoint, renew, release): when the
- * server began the statement, one value for the whole statement. It replaces a clock_timestamp()
- * read in a one-row CTE, which came 6–9 µs later (measured) and was also read before any row-lock
- * wait; only a wait for a table lock (a migration's ALTER TABLE) now lies after the time a call
- * decides by, as a row-lock wait always did (the decision then errs the way it does there: a
- * lease that ran out during the wait can still be renewed, never one another holder took nor one
- * released or pruned meanwhile, since the UPDATE re-checks the token, `ended` and `last_op` on the
- * row it locked). It needs no plan node of its own: a renew
- * at 1 in flight ran at 0.866–0.883x the raw upsert against 0.843–0.860x with the CTE (the two
- * statements taking turns in one process, 3 runs of 9 rounds of 1 000); through the backend
- * (`npm run bench:overhead`, 3 alternating runs of each) 0.82–0.83x against 0.80–0.83x.
- */
-const NOW = 'statement_timestamp()';
-
-/** The server time `t` (timestamptz) in whole microseconds since the epoch: the token rule's floor. */
-const us = (t: string): string => `floor(extract(epoch FROM ${t}) * 1000000)::bigint`;
-
-/**
- * The columns of a LeaseInfo, in this order (rows.ts decodes them by position,
- * see `leaseInfoFromText`); the checkpoint itself is never read, only its size.
- */
-export const INFO_COLUMNS = [
-  'work_id',
-  'holder_id',
-  'token',
-  'expires_at',
-  'ttl_ms',
-  'step_id',
-  'acquired_at',
-  'renewed_at',
-  'checkpointed_at',
-  'released_at',
-  'state_size',
-  'clean_handoff',
-  'predecessor_end',
-  'ended',
-  'version',
-  'acquisitions',
-  'releases',
-  'force_releases',
-  'release_requested_at',
-  'release_requested_by',
-  'release_request_reason',
-] as const;
-
-const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set([
-  'expires_at',
-  'acquired_at',
-  'renewed_at',
-  'checkpointed_at',
-  'released_at',
-  'release_requested_at',
-]);
-
-/**
- * A timestamptz as integer milliseconds since the epoch, rounded down: the value
- * a Date parsed from the timestamptz text holds (both `pg`'s parser and V8's drop
- * the sub-millisecond digits), so a LeaseInfo read this way equals one built from
- * the Date of any other statement. Parsing "1718000000123" is a Number() call;
- * parsing the text form was the largest cost of a 10 000-row page (a regex and
- * a Date computation per timestamp in pg-types).
- *
- * From PostgreSQL 14 `extract` returns numeric, so floor(x * 1000) is exact; on
- * 13 it returns float8, and floor() of that puts some whole-millisecond values one
- * millisecond low (2039-05-15 16:50:27.253 comes out as .252; on 15, 0.5% of a
- * random sample from 1960 to 2055), so there the value is truncated to whole
- * milliseconds first and then rounded (exact: the float error is far below 0.5). That form
- * costs about 2.5x the server CPU (date_trunc on timestamptz), so it is only used
- * where it is needed. Server cost on 15, 100 000 rows x 5 columns: 93 ms, against
- * 73 ms for the timestamptz text output it replaces.
- */
-function epochMs(column: string, exactExtract: boolean): string {
-  return exactExtract
-    ? `floor(extract(epoch FROM ${column}) * 1000)::int8`
-    : `(extract(epoch FROM date_trunc('milliseconds', ${column})) * 1000)::int8`;
-}
+export { endedChannel, INFO_COLUMNS, quoteIdent } from './statements/fragments.ts';
 
 export interface ListFilters {
   limit: number;
@@ -284,20 +173,8 @@ export interface Statements {
  * has its own connections, so two schemas never share a prepared statement.
  */
 export function buildStatements(schemaName: string, options: StatementOptions): Statements {
-  const s = quoteIdent(schemaName);
-  const L = `${s}.leases`;
-  /** The checkpoints (migration 7): written by checkpoint, deleted by prune, read by readCheckpoint and readState. */
-  const S = `${s}.lease_states`;
-  const exactExtract = options.serverVersionNum >= 140000;
-
-  /** The LeaseInfo select list (INFO_COLUMNS, timestamps as epoch ms), optionally qualified by a table alias. */
-  const info = (alias = ''): string => {
-    const p = alias === '' ? '' : `${alias}.`;
-    return INFO_COLUMNS.map((c) => {
-      if (TIMESTAMP_COLUMNS.has(c)) return `${epochMs(p + c, exactExtract)} AS ${c}`;
-      return `${p}${c}`;
-    }).join(', ');
-  };
+  const f = leaseFragments(schemaName, options.serverVersionNum >= 140000);
+  const { s, L, S, info, notEnded, ends, notifyEnded } = f;
 
   // The feed's kind of a row: its last ownership change. Rows renewed or checkpointed before
   // migration 6 (or by a worklease older than it) still say 'renewed' / 'checkpointed': their last
@@ -306,143 +183,12 @@ export function buildStatements(schemaName: string, options: StatementOptions): 
       THEN CASE WHEN release_requested_at IS NULL THEN 'acquired' ELSE 'release-requested' END
       ELSE last_op END AS kind`;
 
-  // The WHERE of checkpoint / renew / release after `work_id = $1`: true for the caller's live
-  // lease; for any other row of that work id, the refusal (migration 8) raises WL001 with the
-  // stored token, expiry and last_op, on the row version the UPDATE refused (see the header). The
-  // work_id test inside the CASE is redundant with the index condition; it keeps the refusal from
-  // ever running on another row, whatever order the planner gives the conditions.
-  // A row whose lease no release, force-release or prune has ended, whatever its expiry. The
-  // expiry alone cannot tell: a call takes its time (NOW, clock_timestamp()) before it waits for
-  // the row, and an end that started later but got the row first sets an expiry (its own time - 1
-  // ms) after that time. By expiry alone a renew or checkpoint that waited (behind a checkpoint of
-  // the same holder, say) renewed a lease its holder had just released, or the tombstone a prune
-  // (olderThanMs below the call timeout) had just made of it, and the row refused every acquire
-  // until its new expiry; notifyEnd called such a lease live, the end had sent no NOTIFY, and the
-  // waiter slept until its safety poll (test/backends/postgres-hot.test.ts, the racing tests).
-  // Release and force-release set `ended`; prune leaves it and sets last_op 'pruned'.
-  const notEnded = `l.ended IS NULL AND l.last_op <> 'pruned'`;
-  const accepts = `CASE WHEN l.token = $2 AND l.expires_at > ${NOW} AND ${notEnded} THEN true
-    WHEN l.work_id = $1 THEN ${s}.lease_refused(l.token, l.expires_at, l.last_op) ELSE false END`;
-  // The SET list of the writes that end a lease at `now` (release, forceRelease): expiry just
-  // before it, the request cleared, one more in the row's `counter` of such ends, a feed entry.
-  const ends = (now: string, kind: 'released' | 'force-released', counter: string): string => `
-    expires_at = ${now} - interval '1 millisecond',
-    released_at = ${now},
-    ended = '${kind}',
-    release_requested_at = NULL,
-    release_requested_by = NULL,
-    release_request_reason = NULL,
-    last_op = '${kind}',
-    version = l.version + 1,
-    ${counter} = l.${counter} + 1,
-    change_xid = pg_current_xact_id()`;
-  // The end NOTIFY (migration 11) of a row the statement ended (release, force-release, prune) while
-  // a waiter asked for it (admin.notifyEnd set wanted_until): in the RETURNING, so it runs once for
-  // each row written, after the WHERE held on the row's latest version, and is delivered only if
-  // the statement commits. A void column, NULL unless it notified; the callers do not read it.
-  const notifyEnded = (alias: string): string =>
-    `CASE WHEN ${alias}.wanted_until > now() THEN pg_notify(${quoteLiteral(endedChannel(schemaName))}, ${alias}.work_id) END AS notified`;
-  // The release request a checkpoint / renew hands back, one column (NULL when there is none):
-  // JSON [at (epoch ms), operator, reason]. Each returned column costs the client a field parser on
-  // every call: renews with the refusal in the WHERE, one run of 7 rounds, at 16 in flight 0.82x the
-  // raw upsert with this column against 0.69x with the three (at 1 in flight 0.84x and 0.86x, within
-  // the rounds' spread); returning the expiry alone 0.90x / 0.78x.
-  const request = `CASE WHEN l.release_requested_at IS NULL THEN NULL ELSE json_build_array(
-    ${epochMs('l.release_requested_at', exactExtract)}, l.release_requested_by, l.release_request_reason)::text END AS rq`;
-
   return {
-    // $1 work_id, $2 holder_id, $3 ttl_ms, $4 step_id
-    acquire: {
-      name: 'wl_acquire',
-      hot: true,
-      text: `
-INSERT INTO ${L} AS l (work_id, holder_id, token, expires_at, ttl_ms, step_id, acquired_at,
-    clean_handoff, predecessor_end, last_op, version, change_xid)
-  SELECT $1, $2, ${us(NOW)}, ${NOW} + $3::integer ${MS}, $3::integer, $4, ${NOW}, true, 'none', 'acquired', 1,
-    pg_current_xact_id()
-  ON CONFLICT (work_id) DO UPDATE SET
-    holder_id = EXCLUDED.holder_id,
-    token = greatest(l.token + 1, EXCLUDED.token),
-    expires_at = EXCLUDED.expires_at,
-    ttl_ms = EXCLUDED.ttl_ms,
-    step_id = EXCLUDED.step_id,
-    acquired_at = EXCLUDED.acquired_at,
-    renewed_at = NULL,
-    released_at = NULL,
-    clean_handoff = coalesce(l.ended = 'released', false),
-    predecessor_end = coalesce(l.ended, 'expired'),
-    ended = NULL,
-    release_requested_at = NULL,
-    release_requested_by = NULL,
-    release_request_reason = NULL,
-    wanted_until = NULL,
-    last_op = 'acquired',
-    version = l.version + 1,
-    acquisitions = l.acquisitions + 1,
-    change_xid = EXCLUDED.change_xid
-  WHERE CASE WHEN l.expires_at <= EXCLUDED.acquired_at THEN true
-    ELSE ${s}.lease_held(l.token, l.expires_at, l.holder_id) END
-RETURNING l.token, l.expires_at`,
-    },
-
-    // $1 work_id, $2 token, $3 state, $4 ttl_ms. The state's INSERT is the main statement rather
-    // than a second CTE read by a SELECT: one CTE scan less; against the raw upsert, taking turns
-    // (two runs of 7 and 9 rounds of 2 000) 0.898x / 0.896x at 1 in flight against 0.856x / 0.878x,
-    // and 0.669x / 0.704x at 16 against 0.652x / 0.658x.
-    checkpoint: {
-      name: 'wl_checkpoint',
-      hot: true,
-      text: `
-WITH upd AS (
-  UPDATE ${L} l SET
-    state_size = octet_length($3::bytea),
-    checkpointed_at = ${NOW},
-    renewed_at = ${NOW},
-    expires_at = ${NOW} + $4::integer ${MS},
-    ttl_ms = $4::integer,
-    version = l.version + 1
-  WHERE l.work_id = $1 AND ${accepts}
-  RETURNING l.work_id, l.expires_at, ${request}
-)
-INSERT INTO ${S} AS st (work_id, state) SELECT upd.work_id, $3::bytea FROM upd
-ON CONFLICT (work_id) DO UPDATE SET state = EXCLUDED.state
-RETURNING (SELECT upd.expires_at FROM upd), (SELECT upd.rq FROM upd)`,
-    },
-
-    // $1 work_id, $2 token, $3 ttl_ms
-    renew: {
-      name: 'wl_renew',
-      hot: true,
-      text: `
-UPDATE ${L} l SET
-  renewed_at = ${NOW},
-  expires_at = ${NOW} + $3::integer ${MS},
-  ttl_ms = $3::integer,
-  version = l.version + 1
-WHERE l.work_id = $1 AND ${accepts}
-RETURNING l.expires_at, ${request}`,
-    },
-
-    // $1 work_id, $2 token
-    release: {
-      name: 'wl_release',
-      hot: true,
-      text: `
-UPDATE ${L} l SET
-  ${ends(NOW, 'released', 'releases')}
-WHERE l.work_id = $1 AND ${accepts}
-RETURNING l.expires_at, ${notifyEnded('l')}`,
-    },
-
-    // $1 work_id, $2 token
-    readCheckpoint: {
-      name: 'wl_read_checkpoint',
-      hot: true,
-      text: `
-SELECT l.token, l.expires_at, l.last_op, l.clean_handoff, st.state
-FROM ${L} l LEFT JOIN ${S} st ON st.work_id = l.work_id AND l.token = $2
-WHERE l.work_id = $1`,
-    },
+    acquire: acquireStatement(f),
+    checkpoint: checkpointStatement(f),
+    renew: renewStatement(f),
+    release: releaseStatement(f),
+    readCheckpoint: readCheckpointStatement(f),
 
     // $1 work_id, $2 for_ms. A write of the waiter's own: no version, no change_xid (not a change
     // of the lease, not in the feed), no indexed column (HOT). No row: the lease is not live.

@@ -1,0 +1,74 @@
+/**
+ * acquire: `INSERT … ON CONFLICT (work_id) DO UPDATE … WHERE <in time, and expires_at <= now, or
+ * else the held notice>`. One statement: atomic, and READ COMMITTED decides the DO UPDATE on the
+ * latest committed version of the row (statements.ts, header).
+ *
+ *   - no row: inserts the token of the token rule (below) with no predecessor, predecessor
+ *     'none', returns the token and expiry.
+ *   - row whose lease ran out or ended (including a pruned row, a tombstone that kept
+ *     its token): the DO UPDATE takes it over with the next token,
+ *     keeps the checkpoint for the successor, records predecessor_end from
+ *     `ended` ('released' / 'force-released', or 'expired' when it just ran out) and
+ *     clean_handoff = (predecessor released). Returns the token and expiry.
+ *   - live row (also the caller's own): the DO UPDATE's WHERE calls lease_held (migration 9),
+ *     which sends a NOTICE (WL002) with the holder, token and expiry of the row version it locked
+ *     (the latest) and answers false: nothing is written or returned → LEASE_HELD with those
+ *     details. A NOTICE and not an error, since a held item is routine: nothing in the server's
+ *     log, no rollback. A session whose client_min_messages is above NOTICE hears nothing: still
+ *     LEASE_HELD, just without holder details. Before migration 9 a second branch read the row
+ *     from the statement's snapshot; a first acquire, statements taking turns, ran at 0.867x the
+ *     raw upsert at 1 in flight and 0.633x at 16 with it, 0.959x and 0.704x without.
+ *   - past the caller's deadline ($5, epoch ms in the server's clock; NULL: none): the server
+ *     raises WL003 (acquire_late, migration 12) before it writes anything, whichever branch it
+ *     is in, so a call its caller already gave up on (a client timeout; the server was stalled
+ *     or the statement waited for the row lock) never grants a lease that nobody holds. The
+ *     driver reports it as the call's BACKEND_UNAVAILABLE timeout. The check reads
+ *     clock_timestamp(), not the statement's start: in the DO UPDATE it runs after any wait for
+ *     the row lock. What is left after it is the commit itself (a synchronous standby's wait):
+ *     the driver's deadline is conservative by the offset's uncertainty (driver.ts, ServerClock).
+ *
+ * $1 work_id, $2 holder_id, $3 ttl_ms, $4 step_id, $5 deadline (epoch ms, server clock) or NULL.
+ * Returns the token and expiry; no row (with the held NOTICE) when the lease is held.
+ */
+import type { LeaseFragments } from './fragments.ts';
+import { MS, NOW, us } from './fragments.ts';
+
+export function acquireStatement(f: LeaseFragments): { name: string; text: string; hot: true } {
+  const { s, L } = f;
+  const inTime = `$5::float8 IS NULL OR clock_timestamp() <= to_timestamp($5::float8 / 1000)`;
+  const late = `${s}.acquire_late($5::float8)`;
+  return {
+    name: 'wl_acquire',
+    hot: true,
+    text: `
+INSERT INTO ${L} AS l (work_id, holder_id, token, expires_at, ttl_ms, step_id, acquired_at,
+    clean_handoff, predecessor_end, last_op, version, change_xid)
+  SELECT $1, $2, ${us(NOW)}, ${NOW} + $3::integer ${MS}, $3::integer, $4, ${NOW}, true, 'none', 'acquired', 1,
+    pg_current_xact_id()
+  WHERE CASE WHEN ${inTime} THEN true ELSE ${late} END
+  ON CONFLICT (work_id) DO UPDATE SET
+    holder_id = EXCLUDED.holder_id,
+    token = greatest(l.token + 1, EXCLUDED.token),
+    expires_at = EXCLUDED.expires_at,
+    ttl_ms = EXCLUDED.ttl_ms,
+    step_id = EXCLUDED.step_id,
+    acquired_at = EXCLUDED.acquired_at,
+    renewed_at = NULL,
+    released_at = NULL,
+    clean_handoff = coalesce(l.ended = 'released', false),
+    predecessor_end = coalesce(l.ended, 'expired'),
+    ended = NULL,
+    release_requested_at = NULL,
+    release_requested_by = NULL,
+    release_request_reason = NULL,
+    wanted_until = NULL,
+    last_op = 'acquired',
+    version = l.version + 1,
+    acquisitions = l.acquisitions + 1,
+    change_xid = EXCLUDED.change_xid
+  WHERE CASE WHEN NOT (${inTime}) THEN ${late}
+    WHEN l.expires_at <= EXCLUDED.acquired_at THEN true
+    ELSE ${s}.lease_held(l.token, l.expires_at, l.holder_id) END
+RETURNING l.token, l.expires_at`,
+  };
+}

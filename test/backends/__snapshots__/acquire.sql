@@ -1,0 +1,30 @@
+-- wl_acquire
+INSERT INTO "worklease".leases AS l (work_id, holder_id, token, expires_at, ttl_ms, step_id, acquired_at,
+    clean_handoff, predecessor_end, last_op, version, change_xid)
+  SELECT $1, $2, floor(extract(epoch FROM statement_timestamp()) * 1000000)::bigint, statement_timestamp() + $3::integer * interval '1 millisecond', $3::integer, $4, statement_timestamp(), true, 'none', 'acquired', 1,
+    pg_current_xact_id()
+  WHERE CASE WHEN $5::float8 IS NULL OR clock_timestamp() <= to_timestamp($5::float8 / 1000) THEN true ELSE "worklease".acquire_late($5::float8) END
+  ON CONFLICT (work_id) DO UPDATE SET
+    holder_id = EXCLUDED.holder_id,
+    token = greatest(l.token + 1, EXCLUDED.token),
+    expires_at = EXCLUDED.expires_at,
+    ttl_ms = EXCLUDED.ttl_ms,
+    step_id = EXCLUDED.step_id,
+    acquired_at = EXCLUDED.acquired_at,
+    renewed_at = NULL,
+    released_at = NULL,
+    clean_handoff = coalesce(l.ended = 'released', false),
+    predecessor_end = coalesce(l.ended, 'expired'),
+    ended = NULL,
+    release_requested_at = NULL,
+    release_requested_by = NULL,
+    release_request_reason = NULL,
+    wanted_until = NULL,
+    last_op = 'acquired',
+    version = l.version + 1,
+    acquisitions = l.acquisitions + 1,
+    change_xid = EXCLUDED.change_xid
+  WHERE CASE WHEN NOT ($5::float8 IS NULL OR clock_timestamp() <= to_timestamp($5::float8 / 1000)) THEN "worklease".acquire_late($5::float8)
+    WHEN l.expires_at <= EXCLUDED.acquired_at THEN true
+    ELSE "worklease".lease_held(l.token, l.expires_at, l.holder_id) END
+RETURNING l.token, l.expires_at

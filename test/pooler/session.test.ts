@@ -1,0 +1,3 @@
+import { definePoolerTier } from './tier.ts';
+
+await definePoolerTier('session');
