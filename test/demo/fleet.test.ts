@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LeaseStatus } from '../../src/console/api.ts';
-import { decodeCheckpoint } from '../../src/console/decode.ts';
+import { decodeCheckpoint } from '../../src/console/decode/page.ts';
 import { leaseStatus } from '../../src/console/status.ts';
 import { encodePayload, resume, startDemoFleet } from '../../src/demo/fleet.ts';
 import { type LeaseBackend, type LeaseInfo, openBackend } from '../../src/index.ts';
