@@ -282,18 +282,19 @@ function identity(read: Read): string {
  * unseen: the backends keep no checkpoint counter to compare).
  */
 async function readWhole(admin: LeaseAdmin, workId: string): Promise<Read | null> {
-  const first = await admin.readState(workId, { offset: 0, length: READ_PAGE });
-  if (first === null) return null;
-  const size = first.size;
-  if (size === null || size <= first.bytes.length)
-    return { token: first.fencingToken, size, bytes: first.bytes };
-  if (size > MAX_INPUT_BYTES) return { token: first.fencingToken, size, bytes: null };
   for (let attempt = 0; attempt < READ_TRIES; attempt++) {
     const before = await admin.get(workId);
     if (before === null) return null;
+    const first = await admin.readState(workId, { offset: 0, length: READ_PAGE });
+    if (first === null) return null;
+    const size = first.size;
+    if (size === null || size <= first.bytes.length)
+      return { token: first.fencingToken, size, bytes: first.bytes };
+    if (size > MAX_INPUT_BYTES) return { token: first.fencingToken, size, bytes: null };
     const bytes = new Uint8Array(size);
-    let ok = true;
-    for (let offset = 0; offset < size && ok; offset += READ_PAGE) {
+    bytes.set(first.bytes);
+    let ok = first.fencingToken === before.fencingToken;
+    for (let offset = first.bytes.length; offset < size && ok; offset += READ_PAGE) {
       const page = await admin.readState(workId, { offset, length: READ_PAGE });
       ok = page !== null && page.fencingToken === before.fencingToken && page.size === size;
       if (ok) bytes.set(page!.bytes.subarray(0, size - offset), offset);

@@ -185,19 +185,38 @@ export function childNamed(v: unknown, key: string): { index: number; value: unk
  * the native one) and counts its nodes. Throws {@link DecodeFailure} past {@link MAX_DEPTH}.
  */
 export function measure(root: unknown): { nodes: number; depth: number } {
-  const stack: Array<[unknown, number]> = [[root, 0]];
+  // Two parallel stacks (no pair per node), and plain arrays and objects walked in place: this
+  // runs once over every node of a freshly parsed payload (180 000 of them in 2.3 MiB of JSON).
+  const values: unknown[] = [root];
+  const depths: number[] = [0];
   let nodes = 0;
   let deepest = 0;
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
+  while (values.length > 0) {
+    const x = inner(values.pop());
+    const depth = depths.pop()!;
     nodes++;
-    if (depth > deepest) deepest = depth;
-    if (depth > MAX_DEPTH) throw new DecodeFailure(`it nests more than ${MAX_DEPTH} levels deep`);
-    const x = inner(v);
+    if (depth > deepest) {
+      deepest = depth;
+      if (depth > MAX_DEPTH) throw new DecodeFailure(`it nests more than ${MAX_DEPTH} levels deep`);
+    }
     if (x === null || typeof x !== 'object' || x instanceof Uint8Array) continue;
-    const n = childCount(x);
-    if (n === 0) continue;
-    for (const c of childrenOf(x, 0, n)) stack.push([c.value, depth + 1]);
+    if (Array.isArray(x)) {
+      for (let i = 0; i < x.length; i++) {
+        values.push(x[i]);
+        depths.push(depth + 1);
+      }
+    } else if (Object.getPrototypeOf(x) === Object.prototype) {
+      for (const k in x) {
+        values.push((x as Record<string, unknown>)[k]);
+        depths.push(depth + 1);
+      }
+    } else {
+      const n = childCount(x);
+      for (const c of childrenOf(x, 0, n)) {
+        values.push(c.value);
+        depths.push(depth + 1);
+      }
+    }
   }
   return { nodes, depth: deepest };
 }
