@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LeaseStatus } from '../../src/console/api.ts';
+import { Budget } from '../../src/console/decode/compression.ts';
+import { detect } from '../../src/console/decode/detect.ts';
 import { decodeCheckpoint } from '../../src/console/decode/page.ts';
 import { leaseStatus } from '../../src/console/status.ts';
 import { encodePayload, resume, startDemoFleet } from '../../src/demo/fleet.ts';
@@ -94,5 +96,62 @@ describe('demo payloads', () => {
     }
     expect(resume(null, 'json')).toMatchObject({ processed: 0, run: 1 });
     expect(resume(new Uint8Array([1, 2, 3]), 'binary')).toMatchObject({ processed: 0, run: 1 });
+  });
+});
+
+describe('demo fleet checkpoints in the formats the console decodes', () => {
+  it('writes msgpack, CBOR, gzip’d protobuf, a base64 envelope and a 2 MiB JSON, each detected as such', async () => {
+    const backend = await openBackend('pglite://memory', { maxStateBytes: 4 * 1024 * 1024 });
+    const errors: unknown[] = [];
+    const fleet = startDemoFleet(backend, {
+      workers: 8,
+      items: 8,
+      ttlMs: 5000,
+      tickMs: 100,
+      newItemEveryMs: 50,
+      onError: (err) => errors.push(err),
+    });
+    const layers = new Map<string, string>();
+    try {
+      const deadline = Date.now() + 30_000;
+      while (Date.now() < deadline && layers.size < 8) {
+        await new Promise((r) => setTimeout(r, 250));
+        for (const info of (await backend.admin.list({ limit: 100 })).items) {
+          if (layers.has(info.workId) || info.checkpointSize === null) continue;
+          let bytes = new Uint8Array(0);
+          for (let offset = 0; offset < info.checkpointSize; offset += 1024 * 1024) {
+            const page = await backend.admin.readState(info.workId, { offset, length: 1024 * 1024 });
+            bytes = new Uint8Array([...bytes, ...(page?.bytes ?? [])]);
+          }
+          if (bytes.length !== info.checkpointSize) continue;
+          const d = detect(bytes, new Budget());
+          layers.set(
+            info.workId,
+            `${d.layers.join('+')}${bytes.length > 2 * 1024 * 1024 ? ' (>2 MiB)' : ''}`,
+          );
+        }
+      }
+    } finally {
+      await fleet.stop();
+      await backend.close();
+    }
+    expect(errors).toEqual([]);
+    expect(Object.fromEntries([...layers].sort())).toEqual({
+      'demo/blob-0001': '',
+      'demo/cbor-0006': 'cbor',
+      'demo/envelope-0007': 'json',
+      'demo/export-0005': 'json (>2 MiB)',
+      'demo/job-0008': 'json',
+      'demo/log-0003': 'text',
+      'demo/msgpack-0002': 'msgpack',
+      'demo/proto-0004': 'gzip+protobuf',
+    });
+  }, 60_000);
+
+  it('reads the progress back from every format', () => {
+    for (const format of ['msgpack', 'cbor', 'protobuf-gzip', 'envelope', 'export'] as const) {
+      const p = { processed: 7, target: 30, run: 2 };
+      expect(resume(encodePayload(format, p, 'w-1', 3), format), format).toEqual(p);
+    }
   });
 });
