@@ -24,15 +24,16 @@ function fleet(n: number) {
   };
   return { root, data };
 }
+const inSet = (open: string[]) => (pointer: string) => new Set(open).has(pointer);
 const ids = (rows: TreeRow[]) =>
   rows.map((r) => (r.kind === 'node' ? r.id : `${r.kind}:${r.id.split('\u0000')[1]}`));
 
 describe('decoded tree rows', () => {
   it('shows the root, and a node’s children a page at a time with a "more" row', () => {
     const { root, data } = fleet(450);
-    const collapsed = treeRows(root, new Set(['']), new Map(), data);
+    const collapsed = treeRows(root, inSet(['']), new Map(), data);
     expect(ids(collapsed.rows)).toEqual(['', '/items']);
-    const open = treeRows(root, new Set(['', '/items']), new Map(), data);
+    const open = treeRows(root, inSet(['', '/items']), new Map(), data);
     expect(open.rows).toHaveLength(2 + 200 + 1);
     expect(open.rows[2]).toMatchObject({ kind: 'node', id: '/items/0', level: 3, posinset: 1, setsize: 450 });
     expect(open.rows.at(-1)).toMatchObject({ kind: 'more', direction: 'later', left: 250 });
@@ -42,12 +43,12 @@ describe('decoded tree rows', () => {
     ]);
     const wider = treeRows(
       root,
-      new Set(['', '/items']),
+      inSet(['', '/items']),
       new Map([['/items', widen(undefined, 'later')]]),
       data,
     );
     expect(wider.rows.at(-1)).toMatchObject({ kind: 'more', left: 50 });
-    const all = treeRows(root, new Set(['', '/items']), new Map([['/items', { first: 0, last: 2 }]]), data);
+    const all = treeRows(root, inSet(['', '/items']), new Map([['/items', { first: 0, last: 2 }]]), data);
     expect(all.rows.filter((r) => r.kind === 'more')).toEqual([]);
     expect(all.rows.at(-1)).toMatchObject({ id: '/items/449', posinset: 450 });
   });
@@ -60,7 +61,7 @@ describe('decoded tree rows', () => {
       { pointer: '/items', page: 21 },
     ]);
     const windows = new Map(steps.map((s) => [s.pointer, { first: s.page, last: s.page }]));
-    const { rows } = treeRows(root, new Set(['', '/items']), windows, data);
+    const { rows } = treeRows(root, inSet(['', '/items']), windows, data);
     expect(rows[2]).toMatchObject({ kind: 'more', direction: 'earlier', left: 4200 });
     expect(rows.some((r) => r.id === '/items/4321')).toBe(true);
     expect(rows.at(-1)).toMatchObject({ kind: 'more', direction: 'later', left: 5000 - 4400 });
@@ -68,7 +69,7 @@ describe('decoded tree rows', () => {
 
   it('marks pages still loading', () => {
     const { root } = fleet(10);
-    const { rows, pages } = treeRows(root, new Set(['']), new Map(), () => undefined);
+    const { rows, pages } = treeRows(root, inSet(['']), new Map(), () => undefined);
     expect(rows.map((r) => r.kind)).toEqual(['node', 'loading']);
     expect(pages).toEqual([{ pointer: '', page: 0 }]);
   });

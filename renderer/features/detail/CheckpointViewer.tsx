@@ -156,6 +156,7 @@ export function CheckpointViewer({ connection, row }: { connection: ConnectionIn
           {/* The tree's rows take focus (one at a time): the region needs none of its own. */}
           <section className="checkpoint-body" aria-label="Checkpoint content">
             <DecodedTree
+              key={src.id}
               src={src}
               root={d}
               selected={selected}

@@ -29,8 +29,8 @@ export function pageKey(src: TreeSource, pointer: string, page: number) {
   return [...keys.checkpoint(src.connectionId, src.workId, 'decoded'), src.id, pointer, page] as const;
 }
 
-/** Containers of a small root open at once: a checkpoint of a few fields reads like a record. */
-const OPEN_FIRST_LEVEL_UNDER = 10;
+/** Under a root of at most this many children, containers this small, among as few siblings, open down to level 3. */
+const OPEN_SMALL_UNDER = 10;
 
 export function DecodedTree({
   src,
@@ -51,13 +51,14 @@ export function DecodedTree({
   const { client } = useServices();
   const queryClient = useQueryClient();
   const rootNode = root.node!;
-  const [expanded, setExpanded] = useState<ReadonlySet<string>>(() => {
-    const open = new Set(['']);
-    if (rootNode.count <= OPEN_FIRST_LEVEL_UNDER) {
-      for (const c of root.children) if (c.count > 0) open.add(childPointer('', c.key));
-    }
-    return open;
-  });
+  // What the operator opened or closed; the rest follows the default (isOpen below).
+  const [toggled, setToggled] = useState<ReadonlyMap<string, boolean>>(new Map());
+  // A small checkpoint reads like a record: its first levels open by themselves (never the
+  // items of a long list).
+  const small = rootNode.count <= OPEN_SMALL_UNDER;
+  const isOpen = (pointer: string, node: DecodedNode, level: number, siblings: number) =>
+    toggled.get(pointer) ??
+    (level === 1 || (small && level <= 3 && node.count <= OPEN_SMALL_UNDER && siblings <= OPEN_SMALL_UNDER));
   const [windows, setWindows] = useState<ReadonlyMap<string, PageWindow>>(new Map());
   const [focused, setFocused] = useState<string>(selected);
   const rowEls = useRef(new Map<string, HTMLDivElement>());
@@ -65,7 +66,7 @@ export function DecodedTree({
 
   const pageData = (pointer: string, page: number) =>
     queryClient.getQueryData<DecodedNode[]>(pageKey(src, pointer, page));
-  const { rows, pages } = treeRows(rootNode, expanded, windows, (p, n) =>
+  const { rows, pages } = treeRows(rootNode, isOpen, windows, (p, n) =>
     p === '' && n === 0 ? root.children : pageData(p, n),
   );
   // Subscribes to every page the rows show, and loads the missing ones (page 0 of the root came
@@ -91,14 +92,13 @@ export function DecodedTree({
   const index = useMemo(() => new Map(rows.map((r, i) => [r.id, i])), [rows]);
   const failed = loaded.find((q) => q.error !== null)?.error ?? null;
 
-  const focusRow = useCallback(
-    (id: string, select = true) => {
-      setFocused(id);
-      focusPending.current = true;
-      if (select && !id.includes('\u0000')) onSelect(id);
-    },
-    [onSelect],
-  );
+  const onSelectRef = useRef(onSelect);
+  onSelectRef.current = onSelect;
+  const focusRow = useCallback((id: string, select = true) => {
+    setFocused(id);
+    focusPending.current = true;
+    if (select && !id.includes('\u0000')) onSelectRef.current(id);
+  }, []);
   useEffect(() => {
     if (!focusPending.current) return;
     const el = rowEls.current.get(focused);
@@ -108,7 +108,9 @@ export function DecodedTree({
     el.scrollIntoView({ block: 'nearest' });
   });
 
-  // Bring a path into view: its ancestors open, each on the page that holds it.
+  // Bring a path into view: its ancestors open, each on the page that holds it. Only a new path
+  // runs this again (a new array each time).
+  // biome-ignore lint/correctness/useExhaustiveDependencies: client and src stay for the tree's life (it is keyed by the decoding); focusRow is stable
   useEffect(() => {
     if (reveal === null) return;
     let cancelled = false;
@@ -124,7 +126,11 @@ export function DecodedTree({
         .catch(() => null);
       if (cancelled || res === null) return;
       const steps = revealSteps(reveal, res.trail);
-      setExpanded((prev) => new Set([...prev, ...steps.map((s) => s.pointer)]));
+      setToggled((prev) => {
+        const next = new Map(prev);
+        for (const s of steps) next.set(s.pointer, true);
+        return next;
+      });
       setWindows((prev) => {
         const next = new Map(prev);
         for (const s of steps) {
@@ -138,15 +144,10 @@ export function DecodedTree({
     return () => {
       cancelled = true;
     };
-  }, [reveal, client, src, focusRow]);
+  }, [reveal]);
 
   const toggle = (row: Extract<TreeRow, { kind: 'node' }>, open: boolean) => {
-    setExpanded((prev) => {
-      const next = new Set(prev);
-      if (open) next.add(row.id);
-      else next.delete(row.id);
-      return next;
-    });
+    setToggled((prev) => new Map(prev).set(row.id, open));
   };
   const showMore = (row: Extract<TreeRow, { kind: 'more' }>) => {
     setWindows((prev) => new Map(prev).set(row.parent, widen(prev.get(row.parent), row.direction)));
@@ -270,7 +271,7 @@ function SelectedBar({
       {n?.field !== undefined && (
         <span className="muted">
           field {n.field.no}, {n.field.wire} read as {n.field.as}
-          {n.field.alt === '' ? '' : ` (or ${n.field.alt})`}
+          {n.field.alt === '' ? '' : ` · also reads as ${n.field.alt}`}
         </span>
       )}
       <span className="copy-group">
@@ -317,24 +318,37 @@ function NodeLine({ row, onToggle }: { row: Extract<TreeRow, { kind: 'node' }>; 
       </span>
       {/* Keys and strings are the holder's bytes: bidi and zero-width characters are shown escaped. */}
       <span className="json-key">{row.id === '' ? 'root' : visible(n.key)}</span>
-      {n.field !== undefined && (
-        <span className="dtree-tag">
-          #{n.field.no} {n.field.as}
-        </span>
-      )}
       <span className="muted">: </span>
       <span className={`dtree-value t-${n.type}`}>{visible(n.preview)}</span>
+      {/* The spaces keep the row's accessible name readable ("4: {2} len message guessed"). */}
+      {n.field !== undefined && (
+        <>
+          {' '}
+          <span
+            className="dtree-tag"
+            title={`protobuf field ${n.field.no}: ${n.field.wire} read as ${n.field.as}`}
+          >
+            {n.field.wire} {n.field.as}
+          </span>
+        </>
+      )}
       {n.via !== undefined && (
-        <span className="dtree-tag decoded" title={`decoded from ${n.via.join(' → ')}`}>
-          {n.via.join(' → ')}
-        </span>
+        <>
+          {' '}
+          <span className="dtree-tag decoded" title={`decoded from ${n.via.join(' → ')}`}>
+            {n.via.join(' → ')}
+          </span>
+        </>
       )}
       {n.guessed && (
-        <span className="dtree-tag guessed" title="protobuf without a schema: field types are a guess">
-          guessed
-        </span>
+        <>
+          {' '}
+          <span className="dtree-tag guessed" title="protobuf without a schema: field types are a guess">
+            guessed
+          </span>
+        </>
       )}
-      {n.error !== undefined && <span className="dtree-error">could not decode: {visible(n.error)}</span>}
+      {n.error !== undefined && <span className="dtree-error"> could not decode: {visible(n.error)}</span>}
     </>
   );
 }

@@ -52,13 +52,15 @@ export function pageOf(index: number): number {
  */
 export function treeRows(
   root: DecodedNode,
-  expanded: ReadonlySet<string>,
+  /** Whether a node shows its children (`level` 1 is the root; `siblings`, its parent's child count). */
+  isOpen: (pointer: string, node: DecodedNode, level: number, siblings: number) => boolean,
   windows: ReadonlyMap<string, PageWindow>,
   pageData: (pointer: string, page: number) => DecodedNode[] | undefined,
 ): { rows: TreeRow[]; pages: PageRef[] } {
   const rows: TreeRow[] = [];
   const pages: PageRef[] = [];
-  const open = (pointer: string, node: DecodedNode) => node.count > 0 && expanded.has(pointer);
+  const open = (pointer: string, node: DecodedNode, level: number, siblings: number) =>
+    node.count > 0 && isOpen(pointer, node, level, siblings);
   const children = (parent: string, count: number, level: number): void => {
     const w = windows.get(parent) ?? { first: 0, last: 0 };
     const lastPage = Math.max(0, pageOf(count - 1));
@@ -83,7 +85,7 @@ export function treeRows(
       }
       data.forEach((node, i) => {
         const id = childPointer(parent, node.key);
-        const expandedHere = open(id, node);
+        const expandedHere = open(id, node, level, count);
         rows.push({
           kind: 'node',
           id,
@@ -109,7 +111,7 @@ export function treeRows(
       });
     }
   };
-  const rootOpen = open('', root);
+  const rootOpen = open('', root, 1, 1);
   rows.push({
     kind: 'node',
     id: '',

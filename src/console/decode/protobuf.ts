@@ -8,7 +8,7 @@
  * - length-delimited, in this order: compressed bytes (gzip/zlib magic) → unpacked; clean UTF-8
  *   text → string; bytes that parse whole as fields → nested message; a run of varints →
  *   packed varints; else bytes. A string or a nested message can also be the other (and both are
- *   bytes): the alternatives that also parse are named.
+ *   bytes): the other readings that also parse are named (`alt`).
  *
  * Groups (wire types 3 and 4, deprecated) are not read: such a payload is not taken for protobuf.
  */
@@ -27,7 +27,7 @@ export class PbField {
     /** How the value was read: `uint64`, `double`, `string`, `message`, `packed varints`, `bytes`, … */
     readonly as: string,
     readonly value: bigint | number | string | Uint8Array | PbMessage | bigint[],
-    /** Other readings of the same bytes ("sint -2 · int64 -3", "also parses as a message"); '' when none. */
+    /** Other readings of the same bytes ("sint -2 · int64 -3", "a message"); '' when none. */
     readonly alt: string,
   ) {}
 }
@@ -134,7 +134,7 @@ function fixed32Field(no: number, u: number, f: number): PbField {
 function lenField(no: number, bytes: Uint8Array, depth: number, work: Work): PbField {
   const field = (as: string, value: PbField['value'], alt: string[]): PbField =>
     new PbField(no, 'len', as, value, alt.join(' · '));
-  if (bytes.length === 0) return field('string', '', ['or empty bytes or an empty message']);
+  if (bytes.length === 0) return field('string', '', ['empty bytes', 'an empty message']);
   // Compressed bytes stay bytes: the tree unpacks them (decode/embedded.ts).
   if (sniffCompression(bytes) !== null) return field('bytes', bytes, []);
   const text = strictUtf8(bytes);
@@ -151,12 +151,12 @@ function lenField(no: number, bytes: Uint8Array, depth: number, work: Work): PbF
   if (text !== null && cleanText(text)) {
     // "also a message" only costs a parse when the text could be one (its first byte a valid tag).
     const asMessage = (bytes[0]! & 7) <= 5 ? nested() : null;
-    return field('string', text, asMessage === null ? [] : ['also parses as a message']);
+    return field('string', text, asMessage === null ? [] : ['a message']);
   }
   const message = nested();
-  if (message !== null) return field('message', message, text === null ? [] : ['also valid UTF-8']);
+  if (message !== null) return field('message', message, text === null ? [] : ['UTF-8 text']);
   const packed = packedVarints(bytes);
-  if (packed !== null) return field('packed varints', packed, ['or bytes']);
+  if (packed !== null) return field('packed varints', packed, ['bytes']);
   return field('bytes', bytes, []);
 }
 

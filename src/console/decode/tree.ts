@@ -23,7 +23,7 @@ import {
   PREVIEW_CHARS,
 } from './limits.ts';
 import { PbField } from './protobuf.ts';
-import { childCount, childNamed, childrenOf, inner, type Kind, kindOf } from './value.ts';
+import { type Child, childCount, childNamed, childrenOf, inner, type Kind, kindOf } from './value.ts';
 
 /** A string or byte string inside the payload, decoded. */
 export interface Embedded {
@@ -80,11 +80,14 @@ export class DecodedDoc {
   }
 
   /** The decoded form of a string or byte string at `pointer`, or null when it is just that. */
-  embeddedAt(v: unknown, pointer: string, budget: Budget, depth: number): Embedded | null {
+  embeddedAt(v: unknown, path: readonly string[], budget: Budget, depth: number): Embedded | null {
     const x = inner(v);
     if (typeof x !== 'string' && !(x instanceof Uint8Array)) return null;
     if (typeof x === 'string' && x.length < MIN_BASE64_CHARS) return null;
     if (depth >= MAX_LAYERS) return null;
+    // The pointer is built only here: most nodes are numbers and short strings, and a search
+    // visits them all.
+    const pointer = toPointer(path);
     const known = this.embedded.get(pointer);
     if (known !== undefined) return known;
     const found = decodeEmbedded(x, budget);
@@ -149,7 +152,7 @@ export function locate(doc: DecodedDoc, path: readonly string[], budget: Budget)
   let embedded: Embedded | null = null;
   const trail: number[] = [];
   for (let i = 0; i <= path.length; i++) {
-    embedded = doc.embeddedAt(value, toPointer(path.slice(0, i)), budget, depth);
+    embedded = doc.embeddedAt(value, path.slice(0, i), budget, depth);
     const shown = embedded?.value !== undefined ? embedded.value : value;
     if (embedded?.value !== undefined) depth++;
     if (i === path.length) return { value, shown, embedded, depth, trail };
@@ -264,7 +267,7 @@ export function treePage(
   const node = summary(path.at(-1) ?? '', at);
   const children = childrenOf(at.shown, offset, limit).map((c) => {
     const childPath = [...path, c.key];
-    const embedded = doc.embeddedAt(c.value, toPointer(childPath), budget, at.depth);
+    const embedded = doc.embeddedAt(c.value, childPath, budget, at.depth);
     const shown = embedded?.value !== undefined ? embedded.value : c.value;
     return summary(c.key, { value: c.value, shown, embedded, depth: at.depth, trail: [] });
   });
@@ -291,6 +294,8 @@ interface Frame {
   depth: number;
   next: number;
   count: number;
+  /** The children of anything but an array, listed once (an array is indexed in place). */
+  list: readonly Child[] | null;
 }
 
 /**
@@ -311,14 +316,23 @@ export function searchDoc(
   let searched = 0;
   const visit = (value: unknown, path: string[], depth: number): Frame | null => {
     searched++;
-    const embedded = doc.embeddedAt(value, toPointer(path), budget, depth);
+    const embedded = doc.embeddedAt(value, path, budget, depth);
     const shown = embedded?.value !== undefined ? embedded.value : value;
     const key = path.at(-1);
     const n = childCount(shown);
     let hit = key?.toLowerCase().includes(needle) === true;
     if (!hit && n === 0) hit = leafText(shown).toLowerCase().includes(needle);
     if (hit) matches.push({ path, type: kindOf(shown), preview: previewOf(shown).text });
-    return n > 0 ? { value: shown, path, depth: depth + (shown === value ? 0 : 1), next: 0, count: n } : null;
+    if (n === 0) return null;
+    const x = inner(shown);
+    return {
+      value: x,
+      path,
+      depth: depth + (shown === value ? 0 : 1),
+      next: 0,
+      count: n,
+      list: Array.isArray(x) ? null : childrenOf(x, 0, n),
+    };
   };
   const stack: Frame[] = [];
   const first = visit(doc.root, [], 0);
@@ -331,9 +345,8 @@ export function searchDoc(
       stack.pop();
       continue;
     }
-    // One child at a time: a wide array costs no list of its children.
-    const [c] = childrenOf(top.value, top.next, 1);
-    top.next++;
+    const i = top.next++;
+    const c = top.list === null ? { key: String(i), value: (top.value as unknown[])[i] } : top.list[i];
     if (c === undefined) continue;
     const frame = visit(c.value, [...top.path, c.key], top.depth);
     if (frame !== null) stack.push(frame);
@@ -344,7 +357,11 @@ export function searchDoc(
 /** What a search reads of a leaf: the string itself, or the preview. */
 function leafText(shown: unknown): string {
   const x = inner(shown);
-  return typeof x === 'string' ? x : previewOf(shown).text;
+  return typeof x === 'string'
+    ? x
+    : typeof x === 'number' || typeof x === 'bigint'
+      ? String(x)
+      : previewOf(shown).text;
 }
 
 /**
@@ -359,7 +376,7 @@ export function exportJson(doc: DecodedDoc, path: readonly string[]): string {
   const at = locate(doc, path, budget);
   const out: string[] = [];
   const write = (value: unknown, pointerPath: string[], depth: number, indent: string): void => {
-    const embedded = doc.embeddedAt(value, toPointer(pointerPath), budget, depth);
+    const embedded = doc.embeddedAt(value, pointerPath, budget, depth);
     if (embedded !== null) {
       const next = `${indent}  `;
       out.push(`{\n${next}"$decoded": ${JSON.stringify(embedded.via.join(' → '))},\n${next}`);
