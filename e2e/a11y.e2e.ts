@@ -12,7 +12,6 @@ import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { encode as msgpackEncode } from '@msgpack/msgpack';
 import type { Browser, Locator, Page } from 'playwright-core';
-import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, startRedisServer } from '../src/chaos/servers.ts';
 import { type DemoGroup, startDemoGroup } from '../src/demo/group.ts';
@@ -28,35 +27,7 @@ import {
   PG_URL,
   startConsole,
 } from './harness.ts';
-
-/** A gzip'd protobuf's inner message, written by protobufjs: a nested message and a packed field. */
-function protoBatch(): Uint8Array {
-  const Batch = protobuf
-    .parse(
-      'syntax = "proto3"; message Cursor { string shard = 1; int64 offset = 2; } message Batch { string id = 1; uint64 processed = 2; repeated int32 counts = 3; Cursor cursor = 4; double ratio = 6; }',
-    )
-    .root.lookupType('Batch');
-  const value = {
-    id: 'batch-0042',
-    processed: 1234567,
-    counts: [1, 2, 300],
-    cursor: { shard: 'eu-west/7', offset: 98765 },
-    ratio: 0.625,
-  };
-  return Batch.encode(Batch.create(value)).finish();
-}
-
-/** 2.2 MiB of JSON: past the 2 MiB the console shows as a tree without loading it whole. */
-function bigExport() {
-  return {
-    tag: 'export',
-    rows: Array.from({ length: 52_000 }, (_, i) => ({
-      id: i,
-      sku: `SKU-${String(i).padStart(6, '0')}`,
-      qty: i % 13,
-    })),
-  };
-}
+import { bigExport, protoBatch } from './payloads.ts';
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const SHOTS = process.env.WORKLEASE_SCREENSHOTS === '1';

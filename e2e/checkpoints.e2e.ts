@@ -9,7 +9,6 @@ import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { encode as msgpackEncode } from '@msgpack/msgpack';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
-import protobuf from 'protobufjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openBackend } from '../src/index.ts';
 import type { LeaseBackend } from '../src/lease/types.ts';
@@ -26,6 +25,7 @@ import {
   startConsole,
   visible,
 } from './harness.ts';
+import { bigExport, protoBatch } from './payloads.ts';
 
 const TTL = 10 * 60_000;
 /** Whether `loc` has the keyboard focus (typed without the DOM's types, which this file lacks). */
@@ -34,27 +34,7 @@ const focused = (loc: Locator): Promise<boolean> =>
     (el) => el === (globalThis as unknown as { document: { activeElement: unknown } }).document.activeElement,
   );
 const ORDER = { order: 42, lines: [{ sku: 'A-1', qty: 2 }], paid: true, note: 'rush' };
-const Batch = protobuf
-  .parse(`syntax = "proto3";
-    message Cursor { string shard = 1; int64 offset = 2; }
-    message Batch { string id = 1; uint64 processed = 2; repeated int32 counts = 3; Cursor cursor = 4; double ratio = 6; }`)
-  .root.lookupType('Batch');
-const BATCH = {
-  id: 'batch-0042',
-  processed: 1234567,
-  counts: [1, 2, 300],
-  cursor: { shard: 'eu-west/7', offset: 98765 },
-  ratio: 0.625,
-};
-/** 2.2 MiB: past the 2 MiB the console must show as a tree without loading it all. */
-const BIG = {
-  tag: 'export',
-  rows: Array.from({ length: 52_000 }, (_, i) => ({
-    id: i,
-    sku: `SKU-${String(i).padStart(6, '0')}`,
-    qty: i % 13,
-  })),
-};
+const BIG = bigExport();
 
 describe('decoded checkpoints in Chromium (PostgreSQL)', () => {
   let ns: Namespace;
@@ -87,7 +67,7 @@ describe('decoded checkpoints in Chromium (PostgreSQL)', () => {
       await backend.checkpoint(r, bytes, TTL);
     };
     await save('cp/msgpack', msgpackBytes);
-    await save('cp/proto', gzipSync(Batch.encode(Batch.create(BATCH)).finish()));
+    await save('cp/proto', gzipSync(protoBatch()));
     await save('cp/big', bigBytes);
     await save(
       'cp/envelope',

@@ -17,7 +17,7 @@ import {
   type Result,
 } from '../../src/console/index.ts';
 import type { LeaseAdmin, LeaseBackend, LeaseRecord } from '../../src/index.ts';
-import { openIsolated, uniqueNamespace } from '../support/backends.ts';
+import { codeOf, openIsolated, uniqueNamespace } from '../support/backends.ts';
 import { dropNamespace } from '../support/faults.ts';
 import { sharedOpener } from './helpers.ts';
 
@@ -36,15 +36,6 @@ async function call<M extends MethodName>(
   const result = await service.call(method, params);
   methods[method].result.parse(result);
   return result;
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    return (err as { code?: string }).code ?? String(err);
-  }
-  return 'OK';
 }
 
 /** About `mib` MiB of JSON: an object with an array of orders and a few plain fields. */

@@ -12,7 +12,7 @@ import { Budget, type Compression, DecodeFailure, decompress, sniffCompression }
 import { MAX_LAYERS, MIN_BASE64_CHARS } from './limits.ts';
 import { decodeMsgpack } from './msgpack.ts';
 import { guessProtobuf, PbMessage } from './protobuf.ts';
-import { cleanText, mostlyPrintable, strictUtf8 } from './utf8.ts';
+import { cleanText, mostlyPrintable, parseJson, strictUtf8 } from './utf8.ts';
 import { childCount, childrenOf, kindOf, measure } from './value.ts';
 
 export type Layer = Compression | 'base64' | 'json' | 'text' | 'msgpack' | 'cbor' | 'protobuf';
@@ -143,16 +143,6 @@ function detectAt(bytes: Uint8Array, budget: Budget, embedded: boolean, depth: n
     return { layers: ['protobuf'], value: pb.message, guessed: true, notes: pb.notes };
   }
   return BINARY;
-}
-
-function parseJson(text: string): { value: unknown } | undefined {
-  const trimmed = text.trim();
-  if (trimmed.length === 0) return undefined;
-  try {
-    return { value: JSON.parse(trimmed) as unknown };
-  } catch {
-    return undefined;
-  }
 }
 
 function isContainer(v: unknown): boolean {

@@ -6,7 +6,7 @@
  * Plain TypeScript (TextDecoder is global in Node and browsers).
  */
 import { visible } from '../text.ts';
-import { isControl, mostlyPrintable, strictUtf8 } from './utf8.ts';
+import { isControl, mostlyPrintable, parseJson, strictUtf8 } from './utf8.ts';
 
 export type DecodedKind = 'empty' | 'json' | 'text' | 'hex';
 
@@ -93,16 +93,6 @@ function sequenceLength(lead: number): number {
   if ((lead & 0xf0) === 0xe0) return 3;
   if ((lead & 0xf8) === 0xf0) return 4;
   return 1;
-}
-
-function parseJson(text: string): { value: unknown } | undefined {
-  const trimmed = text.trim();
-  if (trimmed.length === 0) return undefined;
-  try {
-    return { value: JSON.parse(trimmed) as unknown };
-  } catch {
-    return undefined;
-  }
 }
 
 /** C0 controls become their Unicode control pictures (U+2400…), DEL ␡, C1 controls U+FFFD. */

@@ -40,3 +40,14 @@ export function cleanText(text: string): boolean {
   for (let i = 0; i < text.length; i++) if (isControl(text.charCodeAt(i))) return false;
   return true;
 }
+
+/** The JSON value of a text (surrounding white space ignored); undefined when it is not JSON. */
+export function parseJson(text: string): { value: unknown } | undefined {
+  const trimmed = text.trim();
+  if (trimmed.length === 0) return undefined;
+  try {
+    return { value: JSON.parse(trimmed) as unknown };
+  } catch {
+    return undefined;
+  }
+}
