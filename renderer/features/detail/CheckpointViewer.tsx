@@ -216,7 +216,9 @@ function Search({ src, onPick }: { src: TreeSource; onPick: (path: string[]) => 
         <div className="dsearch-results">
           <p className="muted" role="status">
             {q.data.matches.length === 0
-              ? 'No match.'
+              ? q.data.truncated
+                ? `No match in the first ${q.data.searched.toLocaleString()} nodes (the search stops there).`
+                : 'No match.'
               : `${q.data.matches.length}${q.data.truncated ? '+' : ''} ${q.data.matches.length === 1 ? 'match' : 'matches'}${q.data.truncated ? ' (the first ones)' : ''}.`}
           </p>
           <ul aria-label="Search results">

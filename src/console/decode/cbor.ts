@@ -6,8 +6,6 @@
  */
 import { type DecodeOptions, decode, Tagged } from 'cborg';
 
-export { Tagged };
-
 type TagDecoder = (inner: () => unknown) => unknown;
 
 /**

@@ -7,7 +7,8 @@
  * The same detection runs on strings and byte strings inside a decoded value (decode/tree.ts),
  * stricter there (`embedded`): an ordinary string must not turn into a "decoded" one by chance.
  */
-import { decodeCbor, type Tagged } from './cbor.ts';
+import type { Tagged } from 'cborg';
+import { decodeCbor } from './cbor.ts';
 import { Budget, type Compression, DecodeFailure, decompress, sniffCompression } from './compression.ts';
 import { MAX_LAYERS, MIN_BASE64_CHARS } from './limits.ts';
 import { decodeMsgpack } from './msgpack.ts';

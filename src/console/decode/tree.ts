@@ -9,7 +9,7 @@
  * is bounded, and what the document keeps of it is bounded again (`MAX_EMBEDDED_KEPT_*`).
  */
 import type { ExtData } from '@msgpack/msgpack';
-import type { Tagged } from './cbor.ts';
+import type { Tagged } from 'cborg';
 import { Budget } from './compression.ts';
 import { base64Bytes, type Detected, detect, type Layer } from './detect.ts';
 import {

@@ -5,7 +5,7 @@
  * the page's address) names one node.
  */
 import { ExtData } from '@msgpack/msgpack';
-import { Tagged } from './cbor.ts';
+import { Tagged } from 'cborg';
 import { DecodeFailure } from './compression.ts';
 import { MAX_DEPTH } from './limits.ts';
 import { PbField, PbMessage } from './protobuf.ts';
