@@ -9,6 +9,8 @@
 import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { encode as msgpackEncode } from '@msgpack/msgpack';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RedisServer, startRedisServer } from '../src/chaos/servers.ts';
@@ -22,10 +24,10 @@ import {
   launchChromium,
   type Namespace,
   namespace,
-  openNamespace,
   PG_URL,
   startConsole,
 } from './harness.ts';
+import { bigExport, protoBatch } from './payloads.ts';
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const SHOTS = process.env.WORKLEASE_SCREENSHOTS === '1';
@@ -78,6 +80,19 @@ async function inView(page: Page, name: string, until: Locator, text?: string): 
 async function withLease(page: Page, workId: string, text: string): Promise<void> {
   await inFleet(page, MAIN, row(page, workId));
   await openLease(page, workId);
+  await hasText(details(page).getByRole('region', { name: 'Checkpoint content' }), text);
+}
+
+/**
+ * A lease of the main connection opened by its address (as a pasted link would), its checkpoint
+ * showing `text`: the decoded views' leases sort after the others, out of view at 800 px.
+ */
+async function leaseByAddress(page: Page, workId: string, text: string): Promise<void> {
+  await tab(page, MAIN).click({ timeout: 15_000 });
+  await expect.poll(() => new URL(page.url()).pathname, { timeout: 15_000 }).toMatch(/^\/c\/[^/]+$/);
+  const url = new URL(page.url());
+  url.pathname = `${url.pathname}/lease/${encodeURIComponent(workId)}`;
+  await page.goto(url.href);
   await hasText(details(page).getByRole('region', { name: 'Checkpoint content' }), text);
 }
 
@@ -134,6 +149,10 @@ const SCREENS: Screen[] = [
   { name: 'fleet-detail-text', shots: 'none', open: (p) => withLease(p, 'orders/text-1', 'step 3 of 7') },
   { name: 'fleet-detail-json', shots: 'none', open: (p) => withLease(p, 'orders/json-1', 'sku') },
   { name: 'fleet-detail-hex', open: (p) => withLease(p, 'orders/blob-1', '00000000  00 25 4a 6f') },
+  { name: 'fleet-detail-protobuf', shots: 'narrow', open: (p) => leaseByAddress(p, 'payloads/proto-1', 'eu-west/7').then(() => details(p).getByRole('tree', { name: 'Decoded checkpoint' }).scrollIntoViewIfNeeded()) },
+  { name: 'fleet-detail-msgpack', shots: 'none', open: (p) => leaseByAddress(p, 'payloads/msgpack-1', 'A-1') },
+  { name: 'fleet-detail-large-json', shots: 'narrow', open: (p) => leaseByAddress(p, 'payloads/export-1', 'rows').then(() => details(p).getByRole('searchbox', { name: 'Search in checkpoint' }).fill('SKU-043210')).then(() => p.keyboard.press('Enter')).then(() => details(p).getByRole('button', { name: '/rows/43210/sku' }).click()).then(() => hasText(details(p).getByRole('region', { name: 'Checkpoint content' }), 'SKU-043210')) },
+  { name: 'fleet-detail-undecodable', shots: 'none', open: (p) => leaseByAddress(p, 'payloads/corrupt-1', '00000000  1f 8b 08').then(() => hasText(details(p), 'Could not decode: gzip data is corrupt')) },
   { name: 'fleet-detail-read-only', shots: 'none', open: (p) => inFleet(p, 'audit-readonly', row(p, 'orders/text-1')).then(() => openLease(p, 'orders/text-1')).then(() => hasText(details(p), 'This connection is read-only')) },
   { name: 'force-release', open: forceReleaseDialog },
   { name: 'request-release', shots: 'none', open: (p) => withLease(p, 'orders/text-1', 'step 3 of 7').then(() => details(p).getByRole('button', { name: 'Request release' }).click()).then(() => p.getByRole('dialog', { name: 'Request release of this lease?' }).getByLabel('Reason').fill('draining node 7')) },
@@ -206,7 +225,8 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, light and 
 
   beforeAll(async () => {
     ns = namespace('postgres', 'a11y');
-    backend = await openNamespace(ns);
+    // Room for the 2.2 MiB JSON checkpoint (the default limit is 1 MiB).
+    backend = await openBackend(ns.baseUrl, { ...ns.options, migrate: true, maxStateBytes: 4 * 1024 * 1024 });
     const text = await backend.acquire('orders/text-1', 'worker-a', TTL);
     await backend.checkpoint(text, enc.encode('step 3 of 7: 1,204 rows copied\n'), TTL);
     const json = await backend.acquire('orders/json-1', 'worker-b', TTL);
@@ -222,6 +242,20 @@ describe('every screen has zero axe-core violations (1400 px, 800 px, light and 
       Uint8Array.from({ length: 6000 }, (_, i) => (i * 37) % 256),
       TTL,
     );
+    // Decoded views: msgpack, gzip'd protobuf (guessed), a 2.2 MiB JSON, and a gzip that is corrupt
+    // (after the other leases in work-id order, so the rows other screens wait for stay in view).
+    for (const [workId, bytes] of [
+      ['payloads/msgpack-1', msgpackEncode({ order: 42, lines: [{ sku: 'A-1', qty: 2 }], paid: true })],
+      ['payloads/proto-1', gzipSync(protoBatch())],
+      ['payloads/export-1', enc.encode(JSON.stringify(bigExport()))],
+      [
+        'payloads/corrupt-1',
+        Uint8Array.from([0x1f, 0x8b, 0x08, ...Array.from({ length: 40 }, (_, i) => (i * 53) % 256)]),
+      ],
+    ] as const) {
+      const r = await backend.acquire(workId, 'worker-e', TTL);
+      await backend.checkpoint(r, bytes, TTL);
+    }
     for (let i = 0; i < 14; i++)
       await backend.acquire(`batch/${String(i).padStart(3, '0')}`, `worker-${i % 4}`, TTL);
     const done = await backend.acquire('batch/done', 'worker-z', TTL);

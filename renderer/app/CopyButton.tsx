@@ -7,7 +7,8 @@ export function CopyButton({
   what,
   label = 'Copy',
 }: {
-  text: string | (() => string);
+  /** The text, or how to get it (a promise: fetched on click, e.g. a large value from the server). */
+  text: string | (() => string | Promise<string>);
   /** Said to screen readers after the label: "Copy work id". */
   what: string;
   label?: string;
@@ -23,9 +24,12 @@ export function CopyButton({
       type="button"
       className="copy"
       onClick={() => {
-        void copyText(typeof text === 'function' ? text() : text).then((ok) =>
-          setState(ok ? 'copied' : 'failed'),
-        );
+        void Promise.resolve(typeof text === 'function' ? text() : text)
+          .then(copyText)
+          .then(
+            (ok) => setState(ok ? 'copied' : 'failed'),
+            () => setState('failed'),
+          );
       }}
     >
       {state === 'copied' ? 'Copied' : state === 'failed' ? 'Copy failed' : label}

@@ -215,6 +215,85 @@ export const CheckpointPageSchema = z.strictObject({
 });
 export type CheckpointPage = z.infer<typeof CheckpointPageSchema>;
 
+/** Kinds of node in a decoded checkpoint (src/console/decode/value.ts). */
+export const DecodedKindSchema = z.enum([
+  'object',
+  'array',
+  'map',
+  'message',
+  'repeated',
+  'packed',
+  'tag',
+  'ext',
+  'string',
+  'number',
+  'integer',
+  'boolean',
+  'null',
+  'undefined',
+  'bytes',
+  'date',
+]);
+export type DecodedKind = z.infer<typeof DecodedKindSchema>;
+
+/** One node of a decoded checkpoint, as a tree row shows it (src/console/decode/tree.ts). */
+export const DecodedNodeSchema = z.strictObject({
+  /** Its key in its parent: a property, an index, a map key, a protobuf field number. */
+  key: z.string(),
+  type: DecodedKindSchema,
+  /** Children (0 for a leaf). */
+  count: ms,
+  /** The value in one line (a JSON literal for scalars, `{3}` / `[12]` for containers), cut at 200 characters. */
+  preview: z.string(),
+  /** The preview does not show the whole value. */
+  truncated: z.boolean(),
+  /** Characters of a string, bytes of a byte string; null otherwise. */
+  size: ms.nullable(),
+  /** A string or byte string that was decoded, and how (outermost first: base64, gzip, msgpack). */
+  via: z.array(z.string()).optional(),
+  /** Protobuf: field number, wire type, the reading chosen and the other readings. */
+  field: z.strictObject({ no: ms, wire: z.string(), as: z.string(), alt: z.string() }).optional(),
+  /** A guess decided what this is (protobuf without a schema). */
+  guessed: z.boolean(),
+  /** Why an embedded value could not be decoded. */
+  error: z.string().optional(),
+});
+export type DecodedNode = z.infer<typeof DecodedNodeSchema>;
+
+/** Path of a node in a decoded checkpoint: its keys from the root (a JSON Pointer's segments). */
+const DecodedPathSchema = z.array(z.string().max(4096)).max(1024).default([]);
+
+/** Children per `checkpoint.decode` page: 200 by default, at most 1000. */
+export const DECODED_PAGE = 200;
+
+/** A decoded checkpoint's identity, node and one page of its children (`checkpoint.decode`). */
+export const DecodedTreeSchema = z.strictObject({
+  workId: id,
+  fencingToken: token,
+  /** Bytes stored; null when no checkpoint was ever saved. */
+  size: ms.nullable(),
+  /**
+   * Names this decoding (the token and a hash of the bytes): later pages, searches and exports
+   * pass it back, and are refused with CONFLICT once the checkpoint changed.
+   */
+  id: z.string(),
+  /** How the bytes were read, outermost first (`gzip`, `protobuf`); empty for binary shown as hex. */
+  layers: z.array(z.string()),
+  /** A guess decided the format (protobuf without a schema). */
+  guessed: z.boolean(),
+  /** What else the bytes could be, what was left undecoded. */
+  notes: z.array(z.string()),
+  /** "could not decode: …" (corrupt, a decompression bomb, too deep, too large); null when decoded. */
+  error: z.string().nullable(),
+  /** The node at the path asked for; null when nothing was decoded. */
+  node: DecodedNodeSchema.nullable(),
+  /** Position of each key of the path among its parent's children (to show the right pages). */
+  trail: z.array(ms),
+  offset: ms,
+  children: z.array(DecodedNodeSchema),
+});
+export type DecodedTree = z.infer<typeof DecodedTreeSchema>;
+
 const connectionId = z.string().min(1).max(100);
 
 export const ExportFormatSchema = z.enum(['csv', 'json']);
@@ -380,6 +459,61 @@ export const methods = {
         .default(64 * 1024),
     }),
     result: CheckpointPageSchema.nullable(),
+  },
+  /**
+   * The checkpoint decoded (JSON, text, msgpack, CBOR, guessed protobuf; gzip, deflate, brotli
+   * and base64 unwrapped, also inside strings), as a tree served by path: the node at `path` and
+   * its children `offset`… (`limit`, default 200). The server reads and decodes the checkpoint
+   * once and keeps it a while; pass the first answer's `id` to read the same decoding (CONFLICT
+   * when the checkpoint changed since). NOT_FOUND for a path with no node. Null without a lease.
+   * Viewer role.
+   */
+  'checkpoint.decode': {
+    params: z.strictObject({
+      connectionId,
+      workId: id,
+      id: z.string().max(200).optional(),
+      path: DecodedPathSchema,
+      offset: ms.default(0),
+      limit: z.number().int().min(1).max(1000).default(DECODED_PAGE),
+    }),
+    result: DecodedTreeSchema.nullable(),
+  },
+  /**
+   * Nodes of a decoded checkpoint whose key or value contains `query` (case-insensitive), in
+   * document order; `truncated` when the search stopped at `limit` matches or its time cap.
+   */
+  'checkpoint.search': {
+    params: z.strictObject({
+      connectionId,
+      workId: id,
+      id: z.string().max(200),
+      query: z.string().min(1).max(200),
+      limit: z.number().int().min(1).max(200).default(100),
+    }),
+    result: z.strictObject({
+      matches: z.array(
+        z.strictObject({ path: z.array(z.string()), type: DecodedKindSchema, preview: z.string() }),
+      ),
+      truncated: z.boolean(),
+      searched: ms,
+    }),
+  },
+  /**
+   * A decoded checkpoint for download or copy, 1 MiB at a time from `offset`: `json`, the node
+   * at `path` as JSON text (characters); `text`, a string node as it is; `raw`, the stored bytes
+   * (base64 of up to 1 MiB). `nextOffset` is null after the last page.
+   */
+  'checkpoint.export': {
+    params: z.strictObject({
+      connectionId,
+      workId: id,
+      id: z.string().max(200),
+      format: z.enum(['json', 'text', 'raw']),
+      path: DecodedPathSchema,
+      offset: ms.default(0),
+    }),
+    result: z.strictObject({ data: z.string(), total: ms, nextOffset: ms.nullable() }),
   },
   /** Refused with FORBIDDEN on read-only connections, CONFLICT when the token moved. */
   'lease.forceRelease': {

@@ -6,7 +6,7 @@
 export { type Caller, pgliteRefusal, roleOn, type SharedConsoleOptions } from './access.ts';
 export * from './api.ts';
 export { type ClockSample, ServerClock, type ServerClockOptions } from './clock.ts';
-export { decodeCheckpoint, hexDump } from './decode.ts';
+export { decodeCheckpoint, hexDump } from './decode/page.ts';
 export { dispatch } from './dispatch.ts';
 export * from './export.ts';
 export { FleetModel, type FleetModelOptions, type ModelEvent, type ModelSnapshot } from './model.ts';

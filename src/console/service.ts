@@ -56,7 +56,8 @@ import {
   type Thresholds,
 } from './api.ts';
 import { ServerClock } from './clock.ts';
-import { decodeCheckpoint } from './decode.ts';
+import { decodeCheckpoint } from './decode/page.ts';
+import { DecodedCheckpoints } from './decode/store.ts';
 import { auditMatches, auditRecord, fleetRecord, textMatches } from './export.ts';
 import { connectionIdFor } from './links.ts';
 import { FleetModel, type FleetModelOptions, type ModelEvent } from './model.ts';
@@ -433,6 +434,8 @@ class Service implements ConsoleService {
   private readonly conns = new Map<string, Connection>();
   private readonly listeners = new Set<(event: ConsoleEvent) => void>();
   private readonly freshnessTimer: NodeJS.Timeout;
+  /** Checkpoints read whole and decoded, kept a while for their tree pages (decode/store.ts). */
+  private readonly decoded = new DecodedCheckpoints();
   private closed = false;
 
   constructor(options: ConsoleServiceOptions) {
@@ -677,6 +680,18 @@ class Service implements ConsoleService {
         ),
         decoded: decoded.json === undefined ? { kind: decoded.kind, text: decoded.text } : decoded,
       };
+    },
+    'checkpoint.decode': async (p, caller) => {
+      const conn = this.visibleConnection(p.connectionId, caller);
+      return this.decoded.tree(conn, conn.requireAdmin(), p);
+    },
+    'checkpoint.search': async (p, caller) => {
+      const conn = this.visibleConnection(p.connectionId, caller);
+      return this.decoded.search(conn, conn.requireAdmin(), p);
+    },
+    'checkpoint.export': async (p, caller) => {
+      const conn = this.visibleConnection(p.connectionId, caller);
+      return this.decoded.export(conn, conn.requireAdmin(), p);
     },
     'lease.forceRelease': (params, caller) => this.operatorAction('force-release', params, caller),
     'lease.requestRelease': (params, caller) => this.operatorAction('request-release', params, caller),
@@ -1050,6 +1065,7 @@ class Service implements ConsoleService {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.freshnessTimer);
+    this.decoded.clear();
     await Promise.all([...this.conns.values()].map((c) => c.close()));
     this.conns.clear();
     this.listeners.clear();

@@ -1,8 +1,11 @@
 /**
  * A simulated fleet of workers for demos and tests: it gives the console and
  * the CLI something realistic to show on any backend. Workers claim work items
- * through the holder layer, checkpoint progress (JSON, UTF-8 text and binary
- * payloads) and release when done; some misbehave on purpose:
+ * through the holder layer, checkpoint progress (JSON, UTF-8 text, an opaque
+ * binary format, and the formats the console decodes: msgpack, CBOR, gzip'd
+ * protobuf, a JSON envelope around base64 of gzip'd msgpack, and one 2.2 MiB
+ * JSON export when the backend's checkpoint limit allows it; see payloads.ts)
+ * and release when done; some misbehave on purpose:
  *
  * - `steady`: checkpoints every step, releases when the item is done.
  * - `stuck`: checkpoints twice, then only renews (heartbeat without progress)
@@ -20,9 +23,10 @@ import { hasCode } from '../lease/errors.ts';
 import { claim, type LeaseHolder } from '../lease/holder.ts';
 import type { LeaseBackend } from '../lease/types.ts';
 import { checkInt } from '../lease/validate.ts';
+import { type BinaryFormat, EXPORT_BYTES, encodeBinary, type Progress, readProgress } from './payloads.ts';
 
 export type Personality = 'steady' | 'stuck' | 'dying' | 'flapping';
-export type PayloadFormat = 'json' | 'text' | 'binary';
+export type PayloadFormat = 'json' | 'text' | 'binary' | BinaryFormat;
 
 export interface DemoFleetOptions {
   /** Number of simulated workers, 1..200. Default 8. */
@@ -75,12 +79,6 @@ interface Item {
   availableAt: number;
 }
 
-interface Progress {
-  processed: number;
-  target: number;
-  run: number;
-}
-
 interface Worker {
   id: string;
   personality: Personality;
@@ -94,8 +92,38 @@ interface Worker {
 }
 
 const PERSONALITIES: Personality[] = ['steady', 'stuck', 'dying', 'flapping', 'steady', 'steady'];
-const FORMATS: PayloadFormat[] = ['json', 'binary', 'json', 'text'];
-const STEPS: Record<PayloadFormat, string> = { json: 'ingest', binary: 'encode', text: 'tail' };
+const FORMATS: PayloadFormat[] = [
+  'json',
+  'binary',
+  'msgpack',
+  'text',
+  'protobuf-gzip',
+  'json',
+  'cbor',
+  'envelope',
+];
+const STEPS: Record<PayloadFormat, string> = {
+  json: 'ingest',
+  binary: 'encode',
+  text: 'tail',
+  msgpack: 'ingest',
+  cbor: 'ingest',
+  'protobuf-gzip': 'encode',
+  envelope: 'relay',
+  export: 'export',
+};
+const KINDS: Record<PayloadFormat, string> = {
+  json: 'job',
+  binary: 'blob',
+  text: 'log',
+  msgpack: 'msgpack',
+  cbor: 'cbor',
+  'protobuf-gzip': 'proto',
+  envelope: 'envelope',
+  export: 'export',
+};
+/** The one work item that saves the 2.2 MiB JSON export (when the backend accepts it). */
+const EXPORT_ITEM = 5;
 const MAGIC = [0x57, 0x4c, 0x44, 0x4d]; // "WLDM"
 
 /** Starts the fleet on an open backend (it does not close it). */
@@ -130,10 +158,12 @@ export function startDemoFleet(backend: LeaseBackend, options: DemoFleetOptions 
   const addItem = (): void => {
     if (items.length >= maxItems) return;
     const n = items.length + 1;
-    const format = FORMATS[n % FORMATS.length]!;
-    const kind = format === 'json' ? 'job' : format === 'binary' ? 'blob' : 'log';
+    const format: PayloadFormat =
+      n === EXPORT_ITEM && backend.maxStateBytes >= EXPORT_BYTES + 64 * 1024
+        ? 'export'
+        : FORMATS[n % FORMATS.length]!;
     items.push({
-      id: `${prefix}${kind}-${String(n).padStart(4, '0')}`,
+      id: `${prefix}${KINDS[format]}-${String(n).padStart(4, '0')}`,
       format,
       heldBy: null,
       availableAt: 0,
@@ -336,6 +366,8 @@ export function encodePayload(
       header.writeUInt32BE(p.target, 12);
       return new Uint8Array(Buffer.concat([header, noise]));
     }
+    default:
+      return encodeBinary(format, p, holderId, batch);
   }
 }
 
@@ -359,9 +391,11 @@ export function resume(state: Uint8Array | null, format: PayloadFormat): Progres
       if (typeof v.processed === 'number' && typeof v.target === 'number' && typeof v.run === 'number') {
         p = { processed: v.processed, target: v.target, run: v.run };
       }
-    } else {
+    } else if (format === 'text') {
       const m = /^run (\d+): processed (\d+) of (\d+)/.exec(new TextDecoder().decode(state));
       if (m) p = { run: Number(m[1]), processed: Number(m[2]), target: Number(m[3]) };
+    } else {
+      p = readProgress(format, state);
     }
   } catch {
     p = null;

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LeaseStatus } from '../../src/console/api.ts';
-import { decodeCheckpoint } from '../../src/console/decode.ts';
+import { Budget } from '../../src/console/decode/compression.ts';
+import { detect } from '../../src/console/decode/detect.ts';
+import { decodeCheckpoint } from '../../src/console/decode/page.ts';
 import { leaseStatus } from '../../src/console/status.ts';
 import { encodePayload, resume, startDemoFleet } from '../../src/demo/fleet.ts';
 import { type LeaseBackend, type LeaseInfo, openBackend } from '../../src/index.ts';
@@ -94,5 +96,91 @@ describe('demo payloads', () => {
     }
     expect(resume(null, 'json')).toMatchObject({ processed: 0, run: 1 });
     expect(resume(new Uint8Array([1, 2, 3]), 'binary')).toMatchObject({ processed: 0, run: 1 });
+  });
+});
+
+describe('demo fleet checkpoints in the formats the console decodes', () => {
+  it('encodes each format so the console detects it', () => {
+    const p = { processed: 7, target: 30, run: 2 };
+    const layers = (format: Parameters<typeof encodePayload>[0]) => {
+      const bytes = encodePayload(format, p, 'w-1', 3);
+      return `${detect(bytes, new Budget()).layers.join('+')}${bytes.length > 2 * 1024 * 1024 ? ' (>2 MiB)' : ''}`;
+    };
+    expect({
+      json: layers('json'),
+      text: layers('text'),
+      binary: layers('binary'),
+      msgpack: layers('msgpack'),
+      cbor: layers('cbor'),
+      'protobuf-gzip': layers('protobuf-gzip'),
+      envelope: layers('envelope'),
+      export: layers('export'),
+    }).toEqual({
+      json: 'json',
+      text: 'text',
+      binary: '',
+      msgpack: 'msgpack',
+      cbor: 'cbor',
+      'protobuf-gzip': 'gzip+protobuf',
+      envelope: 'json',
+      export: 'json (>2 MiB)',
+    });
+    // The envelope's body is base64 of gzip'd msgpack: the tree shows it decoded.
+    const envelope = JSON.parse(new TextDecoder().decode(encodePayload('envelope', p, 'w-1', 3))) as {
+      body: string;
+    };
+    expect(detect(new TextEncoder().encode(envelope.body), new Budget()).layers).toEqual([
+      'base64',
+      'gzip',
+      'msgpack',
+    ]);
+  });
+
+  it('gives one item the 2.2 MiB export where the checkpoint limit allows it, a JSON job where not', async () => {
+    for (const [maxStateBytes, fifth] of [
+      [4 * 1024 * 1024, 'demo/export-0005'],
+      [1024 * 1024, 'demo/job-0005'],
+    ] as const) {
+      const backend = await openBackend('pglite://memory', { maxStateBytes });
+      const errors: unknown[] = [];
+      const fleet = startDemoFleet(backend, {
+        workers: 8,
+        items: 8,
+        ttlMs: 5000,
+        tickMs: 200,
+        onError: (e) => errors.push(e),
+      });
+      let ids: string[] = [];
+      try {
+        const deadline = Date.now() + 30_000;
+        while (Date.now() < deadline && ids.length < 8) {
+          await new Promise((r) => setTimeout(r, 200));
+          ids = (await backend.admin.list({ limit: 100 })).items.map((i) => i.workId).sort();
+        }
+      } finally {
+        await fleet.stop();
+        await backend.close();
+      }
+      expect(errors).toEqual([]);
+      expect(ids).toEqual(
+        [
+          'demo/blob-0001',
+          'demo/msgpack-0002',
+          'demo/log-0003',
+          'demo/proto-0004',
+          fifth,
+          'demo/cbor-0006',
+          'demo/envelope-0007',
+          'demo/job-0008',
+        ].sort(),
+      );
+    }
+  }, 90_000);
+
+  it('reads the progress back from every format', () => {
+    for (const format of ['msgpack', 'cbor', 'protobuf-gzip', 'envelope', 'export'] as const) {
+      const p = { processed: 7, target: 30, run: 2 };
+      expect(resume(encodePayload(format, p, 'w-1', 3), format), format).toEqual(p);
+    }
   });
 });

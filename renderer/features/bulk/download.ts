@@ -94,7 +94,12 @@ export async function exportAudit(
 /** Hands `text` to the browser as a file download. */
 export function download(name: string, format: ExportFormat, text: string): void {
   const type = format === 'csv' ? 'text/csv;charset=utf-8' : 'application/json;charset=utf-8';
-  const url = URL.createObjectURL(new Blob([text], { type }));
+  saveBlob(name, new Blob([text], { type }));
+}
+
+/** Hands a file's content to the browser as a download named `name`. */
+export function saveBlob(name: string, blob: Blob): void {
+  const url = URL.createObjectURL(blob);
   const a = document.createElement('a');
   a.href = url;
   a.download = name;

@@ -96,9 +96,12 @@ function scopeRoute(route: Route, scope: string): Route {
     view: 'fleet',
     connectionId: scope === 'all' ? null : scope,
     workId: null,
-    query: withQuery(route, { scope: undefined }).query,
+    query: withQuery(route, { scope: undefined, ...NO_CHECKPOINT_VIEW }).query,
   };
 }
+
+/** The checkpoint viewer's place in the address (view and node) belongs to the lease it was on. */
+const NO_CHECKPOINT_VIEW = { cv: undefined, cp: undefined };
 
 /** Another scope, the open lease (if any) staying open. */
 function changeScope(route: Route, scope: string): Route {
@@ -138,7 +141,10 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
         view: 'fleet',
         connectionId: s.connectionId,
         workId: s.workId,
-        query: withQuery(r, { scope: sc === s.connectionId ? undefined : sc }).query,
+        query: withQuery(r, {
+          scope: sc === s.connectionId ? undefined : sc,
+          ...(s.connectionId === r.connectionId && s.workId === r.workId ? {} : NO_CHECKPOINT_VIEW),
+        }).query,
       });
     }
   }, []);

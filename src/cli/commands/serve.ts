@@ -15,6 +15,7 @@ import { parseBackendUrl, redactUrl } from '../../backends/url.ts';
 import type { Role } from '../../console/access.ts';
 import { type ConnectionInput, createConsoleService } from '../../console/service.ts';
 import { startDemoConsole } from '../../demo/console.ts';
+import { openBackend } from '../../index.ts';
 import { InvalidArgumentError, WorkleaseError } from '../../lease/errors.ts';
 import type { OpenOptions } from '../../lease/types.ts';
 import { type AuthOptions, checkTokenStrength, generateToken } from '../../server/auth.ts';
@@ -324,6 +325,9 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
   }
 }
 
+/** The demo backend's checkpoint limit: 4 MiB (the fleet saves one JSON of 2.2 MiB). */
+const DEMO_MAX_STATE_BYTES = 4 * 1024 * 1024;
+
 export async function demoCommand(options: DemoOptions, globals: GlobalOptions): Promise<void> {
   const url = resolveUrl(options.backend);
   const resolved = options.serve ? resolveToken(options, true) : null;
@@ -337,7 +341,10 @@ export async function demoCommand(options: DemoOptions, globals: GlobalOptions):
   if (options.serve) await checkPortFree(options.host, options.port);
   if (parseBackendUrl(url).kind === 'pglite')
     warn(`starting ${redactUrl(url)} (embedded Postgres; this takes a few seconds)`);
-  const backend = await openCli(url, globals, true);
+  // The fleet's 2.2 MiB JSON export needs more than the default 1 MiB checkpoint limit.
+  const backend = new URL(url).searchParams.has('maxStateBytes')
+    ? await openCli(url, globals, true)
+    : await openBackend(url, { ...openOptions(globals, true), maxStateBytes: DEMO_MAX_STATE_BYTES });
   const demo = startDemoConsole(backend, {
     name: `demo (${connectionName(url)})`,
     url,

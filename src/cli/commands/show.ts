@@ -3,7 +3,7 @@
  * decoded (JSON pretty, UTF-8 text, or a hex dump for binary), one page at a
  * time so a large payload is never fetched whole.
  */
-import { decodeCheckpoint } from '../../console/decode.ts';
+import { decodeCheckpoint } from '../../console/decode/page.ts';
 import { connectionIdFor, leaseUrl } from '../../console/links.ts';
 import { leaseStatus } from '../../console/status.ts';
 import { NotFoundError } from '../../lease/errors.ts';

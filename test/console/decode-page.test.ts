@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeCheckpoint, hexDump } from '../../src/console/decode.ts';
+import { decodeCheckpoint, hexDump } from '../../src/console/decode/page.ts';
 
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);
 

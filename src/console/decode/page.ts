@@ -5,7 +5,8 @@
  *
  * Plain TypeScript (TextDecoder is global in Node and browsers).
  */
-import { visible } from './text.ts';
+import { visible } from '../text.ts';
+import { isControl, mostlyPrintable, parseJson, strictUtf8 } from './utf8.ts';
 
 export type DecodedKind = 'empty' | 'json' | 'text' | 'hex';
 
@@ -17,12 +18,6 @@ export interface DecodedCheckpoint {
   json?: unknown;
 }
 
-/**
- * Text with more than this fraction of control characters (other than tab,
- * newline, carriage return) is shown as hex: it is a binary format that
- * happens to be valid UTF-8, and a hex dump says more about it.
- */
-const MAX_CONTROL_FRACTION = 0.05;
 const BYTES_PER_LINE = 16;
 
 /**
@@ -85,12 +80,7 @@ function decodeUtf8(bytes: Uint8Array, cutAtStart: boolean, cutAtEnd: boolean): 
     if (need > 1 && to - i < need) to = i;
   }
   if (from >= to) return null;
-  try {
-    // ignoreBOM keeps a leading BOM visible instead of silently eating bytes.
-    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes.subarray(from, to));
-  } catch {
-    return null;
-  }
+  return strictUtf8(bytes.subarray(from, to));
 }
 
 function isContinuation(b: number): boolean {
@@ -103,32 +93,6 @@ function sequenceLength(lead: number): number {
   if ((lead & 0xf0) === 0xe0) return 3;
   if ((lead & 0xf8) === 0xf0) return 4;
   return 1;
-}
-
-function parseJson(text: string): { value: unknown } | undefined {
-  const trimmed = text.trim();
-  if (trimmed.length === 0) return undefined;
-  try {
-    return { value: JSON.parse(trimmed) as unknown };
-  } catch {
-    return undefined;
-  }
-}
-
-function isControl(code: number): boolean {
-  return (code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) || (code >= 0x7f && code <= 0x9f);
-}
-
-function mostlyPrintable(text: string): boolean {
-  let controls = 0;
-  let total = 0;
-  for (const ch of text) {
-    const code = ch.codePointAt(0)!;
-    if (code === 0) return false;
-    if (isControl(code)) controls++;
-    total++;
-  }
-  return controls <= total * MAX_CONTROL_FRACTION;
 }
 
 /** C0 controls become their Unicode control pictures (U+2400…), DEL ␡, C1 controls U+FFFD. */
