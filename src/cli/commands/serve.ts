@@ -16,6 +16,7 @@ import type { Role } from '../../console/access.ts';
 import { type ConnectionInput, createConsoleService } from '../../console/service.ts';
 import { startDemoConsole } from '../../demo/console.ts';
 import { InvalidArgumentError, WorkleaseError } from '../../lease/errors.ts';
+import { splitUrlText } from '../../lease/redact.ts';
 import type { OpenOptions } from '../../lease/types.ts';
 import { type AuthOptions, checkTokenStrength, generateToken } from '../../server/auth.ts';
 import { loadServeConfig, type ServeConfig } from '../../server/config.ts';
@@ -116,12 +117,15 @@ function checkHost(host: string, tls: boolean, insecureHttp: boolean): void {
   if (!tls) warn('Traffic is plain HTTP (--insecure-http): tokens and cookies cross the network in clear.');
 }
 
-/** A readable connection name: kind and host part, never the password. */
+/** A readable connection name: kind, hosts, path and query (secrets redacted), never the user information. */
 function connectionName(url: string): string {
   const { kind } = parseBackendUrl(url);
-  const rest = redactUrl(url)
-    .replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
-    .replace(/^[^@/]*@/, '');
+  const shown = redactUrl(url);
+  const parts = splitUrlText(shown);
+  const rest =
+    parts === null
+      ? shown.replace(/^[a-z][a-z0-9+.-]*:/i, '')
+      : `${parts.hosts}${parts.path}${parts.query === null ? '' : `?${parts.query}`}`;
   return `${kind} ${rest}`.slice(0, 100);
 }
 
