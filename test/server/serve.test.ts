@@ -507,6 +507,59 @@ describe('serve refuses a trusted proxy without its secret (exit 2)', () => {
   });
 });
 
+describe('serve reloads its users on SIGHUP', () => {
+  it("a removed token's sessions end without a restart; a bad file keeps the running configuration", async () => {
+    const keep = newToken();
+    const drop = newToken();
+    const config = join(dir, 'reload.json');
+    const write = (users: Array<[string, string]>) =>
+      writeFileSync(
+        config,
+        JSON.stringify({
+          connections: [{ name: 'main', url: CONSOLE_URL }],
+          users: users.map(([name, token]) => ({ name, tokenSha256: sha(token), roles: { '*': 'viewer' } })),
+        }),
+      );
+    write([
+      ['kim', keep],
+      ['dan', drop],
+    ]);
+    const { proc, port } = await serve(['--config', config]);
+    try {
+      const origin = `http://127.0.0.1:${port}`;
+      const signIn = async (token: string) => {
+        const r = await rawFetch(port, '/api/session', 'POST', '', {
+          authorization: `Bearer ${token}`,
+          origin,
+        });
+        return {
+          cookie: (r.headers.get('set-cookie') ?? '').split(';')[0]!,
+          origin,
+          'x-worklease-session': (r.body.result as { secret: string }).secret,
+        };
+      };
+      const kim = await signIn(keep);
+      const dan = await signIn(drop);
+      expect((await call(port, 'console.session', {}, dan)).status).toBe(200);
+      write([['kim', keep]]);
+      proc.child.kill('SIGHUP');
+      await proc.waitFor(/"event":"config-reloaded"/, 'stderr');
+      expect((await call(port, 'console.session', {}, dan)).status).toBe(401);
+      expect((await call(port, 'console.session', {}, { authorization: `Bearer ${drop}` })).status).toBe(401);
+      expect((await call(port, 'console.session', {}, kim)).status).toBe(200);
+      writeFileSync(config, '{ not json');
+      proc.child.kill('SIGHUP');
+      await proc.waitFor(/SIGHUP: the configuration was not reloaded/, 'stderr');
+      expect((await call(port, 'console.session', {}, kim)).status).toBe(200);
+      expect(proc.child.exitCode).toBeNull();
+      expect(proc.stderr()).toMatch(/"event":"session-revoked","user":"dan"/);
+      expect(proc.stderr()).not.toContain(drop);
+    } finally {
+      await proc.stop();
+    }
+  });
+});
+
 describe('serve --tls-cert/--tls-key', () => {
   it('serves HTTPS and marks the session cookie Secure', async () => {
     const key = join(dir, 'key.pem');
@@ -557,7 +610,9 @@ describe('serve --tls-cert/--tls-key', () => {
         req.end();
       });
       expect(reply.status).toBe(200);
-      expect(reply.cookie).toMatch(/HttpOnly; SameSite=Strict; Max-Age=\d+; Secure/);
+      expect(reply.cookie).toMatch(
+        /^__Host-wl_session=[\w-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/,
+      );
       // Plain HTTP on the TLS port gets no answer from the API.
       await expect(rawFetch(port, '/api/call', 'POST', '{}', {})).rejects.toThrow();
     } finally {
