@@ -343,3 +343,30 @@ describe('sessions an operator can manage', () => {
     }
   });
 });
+
+describe('session lifetimes', () => {
+  it('a session unused for idleMs ends; an open event stream keeps it; lifetimeMs ends it regardless', async () => {
+    await server?.close();
+    lines.length = 0;
+    server = await startWebServer({
+      service,
+      port: 0,
+      staticDir: '/nonexistent',
+      auth: { sharedToken: null, sharedRoles: {}, users },
+      sessions: { idleMs: 400, lifetimeMs: 2_500 },
+      pingIntervalMs: 100,
+      securityLog: (line) => lines.push(line),
+    });
+    const idle = (await signIn(tokens.adam)) as Browser;
+    const watched = (await signIn(tokens.adam)) as Browser;
+    const s = await browserStream(watched);
+    expect(s.status).toBe(101);
+    await new Promise((r) => setTimeout(r, 700));
+    expect((await call('console.session', asBrowser(idle))).status).toBe(401);
+    expect((await call('console.session', asBrowser(watched))).status).toBe(200);
+    // Past its lifetime the stream is closed (4001) and the session refused.
+    expect(await s.closed).toBe(4001);
+    expect((await call('console.session', asBrowser(watched))).status).toBe(401);
+    expect(events().some((e) => e.event === 'session-expired' && e.user === 'adam')).toBe(true);
+  });
+});

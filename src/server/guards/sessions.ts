@@ -221,6 +221,17 @@ export class SessionStore {
     this.entries.set(session, entry);
   }
 
+  /** An event stream of the session opened: it is not idle while one is open. */
+  streamOpened(session: Session): void {
+    session.streams++;
+  }
+
+  /** An event stream of the session closed: idle time counts from now. */
+  streamClosed(session: Session): void {
+    session.streams--;
+    session.lastSeenAt = this.now();
+  }
+
   /**
    * New cookie and secret when the pair is older than `rotateMs` and the request came with
    * the current pair (a lagging tab's old pair never triggers another turn); null otherwise.

@@ -112,7 +112,7 @@ export function createEventStreams(options: {
 
   const onSocket = (ws: WebSocket, client: StreamClient): void => {
     clients.set(ws, client);
-    if (client.session !== null) client.session.streams++;
+    if (client.session !== null) sessions.streamOpened(client.session);
     let alive = true;
     resendConnections(ws);
     ws.on('pong', () => {
@@ -146,11 +146,7 @@ export function createEventStreams(options: {
       clearInterval(ping);
       if (clients.delete(ws)) {
         limits.closeStream(client.identity, client.address);
-        if (client.session !== null) {
-          client.session.streams--;
-          // The stream kept the session from idling; from now on idle time counts from here.
-          if (!client.session.ended) client.session.lastSeenAt = Date.now();
-        }
+        if (client.session !== null) sessions.streamClosed(client.session);
       }
     });
     ws.on('error', () => ws.terminate());
