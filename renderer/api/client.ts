@@ -301,9 +301,12 @@ function webClient(arrival: Promise<Arrival>): ConsoleClient {
   let signInRequired = false;
   let tokenGiven = false;
   let held: Arrival['held'] = null;
+  // One object per pending switch: React's useSyncExternalStore needs a stable snapshot.
+  let pending: PendingSwitch | null = null;
   const signedIn = arrival.then((a) => {
     tokenGiven = a.tokenGiven;
     held = a.held;
+    pending = held === null ? null : { currentUser: held.currentUser };
     if (held !== null) switches.emit();
   });
   const requireSignIn = () => {
@@ -423,7 +426,7 @@ function webClient(arrival: Promise<Arrival>): ConsoleClient {
       return tokenGiven;
     },
     get pendingSwitch() {
-      return held === null ? null : { currentUser: held.currentUser };
+      return pending;
     },
     onPendingSwitch: (listener) => switches.add(listener),
     async switchSession() {
@@ -440,6 +443,7 @@ function webClient(arrival: Promise<Arrival>): ConsoleClient {
     },
     keepSession() {
       held = null;
+      pending = null;
       switches.emit();
     },
     async signOut(everywhere) {
