@@ -150,7 +150,7 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
   // Over TLS (here or at a proxy in front): Secure `__Host-` cookie, and HSTS.
   const secure = scheme === 'https' || publicUrl?.protocol === 'https:';
   const { service } = options;
-  const log = new SecurityLog(options.securityLog);
+  const log = new SecurityLog(options.securityLog, Date.now, options.limits?.maxKeys);
   const sessions = new SessionStore(options.sessions);
   const limits = new Limits(options.limits ?? {}, options.maxClients ?? 200);
   const cookie = cookieJar(secure);

@@ -46,16 +46,19 @@ const FOLDED: ReadonlySet<SecurityEvent> = new Set([
   'cap-refused',
 ]);
 const FOLD_MS = 60_000;
-/** Addresses remembered for folding; past it the oldest are forgotten (each then writes a line again). */
-const FOLD_KEYS_MAX = 4096;
 
 export class SecurityLog {
   private readonly counts = new Map<SecurityEvent, number>(SECURITY_EVENTS.map((e) => [e, 0]));
   private readonly folded = new Map<string, { at: number; skipped: number }>();
 
+  /**
+   * @param maxKeys Addresses (with event and reason) remembered for folding; past it the least
+   *   recently seen are forgotten, and each then writes a line again. Default 10 000, like the limits'.
+   */
   constructor(
     private readonly write: (line: string) => void = (line) => process.stderr.write(line),
     private readonly now: () => number = Date.now,
+    private readonly maxKeys = 10_000,
   ) {}
 
   record(event: SecurityEvent, fields: SecurityFields = {}): void {
@@ -72,7 +75,7 @@ export class SecurityLog {
       if (seen !== undefined) count = seen.skipped + 1;
       this.folded.delete(key);
       this.folded.set(key, { at, skipped: 0 });
-      if (this.folded.size > FOLD_KEYS_MAX) this.folded.delete(this.folded.keys().next().value as string);
+      if (this.folded.size > this.maxKeys) this.folded.delete(this.folded.keys().next().value as string);
     }
     const line: Record<string, unknown> = { time: new Date(at).toISOString(), log: 'security', event };
     for (const [k, v] of Object.entries(fields)) if (v !== undefined) line[k] = v;

@@ -31,7 +31,7 @@ export interface LimitOptions {
   maxStreamsPerIdentity?: number;
   /** Event streams per source address. Default 100. */
   maxStreamsPerAddress?: number;
-  /** Addresses and people remembered per table; past it the least recently counted are forgotten. Default 10 000. */
+  /** Addresses and people remembered per table (and by the security log's folding); past it the least recently counted are forgotten. Default 10 000. */
   maxKeys?: number;
   now?: () => number;
 }
