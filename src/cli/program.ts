@@ -340,6 +340,16 @@ export function buildProgram(): Command {
       'most live event streams (browser tabs) at once (default 200)',
       parsePositiveInt,
     )
+    .option(
+      '--max-clients-per-user <n>',
+      'most live event streams of one person (default 32)',
+      parsePositiveInt,
+    )
+    .option(
+      '--max-clients-per-address <n>',
+      'most live event streams from one source address (default 100)',
+      parsePositiveInt,
+    )
     .option('--read-only', 'refuse force-release on every connection')
     .addOption(new Option('--environment <label>', 'label shown beside the connections').default(''))
     .option('--metrics', 'serve Prometheus text at /metrics, behind the same sign-in as the console')

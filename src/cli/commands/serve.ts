@@ -64,6 +64,10 @@ export interface ServeOptions {
   sessionIdle?: number;
   /** A session ends this long after sign-in, ms. */
   sessionLifetime?: number;
+  /** Most event streams of one person. */
+  maxClientsPerUser?: number;
+  /** Most event streams from one source address. */
+  maxClientsPerAddress?: number;
 }
 
 export interface DemoOptions {
@@ -353,6 +357,14 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
       sessions: {
         ...(options.sessionIdle === undefined ? {} : { idleMs: options.sessionIdle }),
         ...(options.sessionLifetime === undefined ? {} : { lifetimeMs: options.sessionLifetime }),
+      },
+      limits: {
+        ...(options.maxClientsPerUser === undefined
+          ? {}
+          : { maxStreamsPerIdentity: options.maxClientsPerUser }),
+        ...(options.maxClientsPerAddress === undefined
+          ? {}
+          : { maxStreamsPerAddress: options.maxClientsPerAddress }),
       },
     });
     let metricsServer: MetricsServer | null = null;
