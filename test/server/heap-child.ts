@@ -11,8 +11,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { WebSocket } from 'ws';
-import type { ConnectionInfo } from '../../src/console/api.ts';
 import { startWebServer, type WebServerOptions } from '../../src/server/index.ts';
+import { LIVE_CONNECTION } from '../support/connection-info.ts';
 
 const rounds = Number(process.argv[2] ?? 25);
 const leak = process.argv.includes('--leak');
@@ -20,19 +20,7 @@ const kept: unknown[] = [];
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc');
 
-const conn: ConnectionInfo = {
-  id: 'c1',
-  name: 'main',
-  url: 'pglite://memory',
-  kind: 'pglite',
-  readOnly: false,
-  environment: '',
-  thresholds: { expiringFraction: 0.25, stuckAfterMs: 60_000 },
-  state: 'live',
-  syncedAt: 0,
-  clockOffsetMs: 0,
-  error: null,
-};
+const conn = LIVE_CONNECTION;
 const service: WebServerOptions['service'] = {
   handle: async () => ({ user: 'x' }) as never,
   subscribe: () => () => {},

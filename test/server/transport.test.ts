@@ -10,26 +10,15 @@ import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { Caller } from '../../src/console/access.ts';
-import type { ConnectionInfo, ConsoleEvent, LeaseRow } from '../../src/console/api.ts';
+import type { ConsoleEvent, LeaseRow } from '../../src/console/api.ts';
 import { CLOSE_RESYNC } from '../../src/console/api.ts';
 import { checkTokenStrength } from '../../src/server/auth.ts';
 import { parseServeConfig } from '../../src/server/config.ts';
 import { startWebServer, type WebServer, type WebServerOptions } from '../../src/server/index.ts';
 import { leaseRow } from '../console/helpers.ts';
+import { LIVE_CONNECTION } from '../support/connection-info.ts';
 
-const conn: ConnectionInfo = {
-  id: 'c1',
-  name: 'main',
-  url: 'pglite://memory',
-  kind: 'pglite',
-  readOnly: false,
-  environment: '',
-  thresholds: { expiringFraction: 0.25, stuckAfterMs: 60_000 },
-  state: 'live',
-  syncedAt: 0,
-  clockOffsetMs: 0,
-  error: null,
-};
+const conn = LIVE_CONNECTION;
 
 const row = (i: number): LeaseRow =>
   leaseRow(0, {
