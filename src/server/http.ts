@@ -21,8 +21,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import type { Caller } from '../console/access.ts';
 import { CLOSE_UNAUTHENTICATED } from '../console/api.ts';
 import type { ConsoleService } from '../console/service.ts';
 import { ForbiddenError, InvalidArgumentError } from '../lease/errors.ts';
@@ -31,6 +31,7 @@ import { Authenticator, type AuthOptions, generateToken } from './auth.ts';
 import { HostGuard, WILDCARD } from './guards/host.ts';
 import { type Identified, Identifier, SESSION_SECRET_HEADER } from './guards/identify.ts';
 import { type LimitOptions, Limits } from './guards/limits.ts';
+import { reloadAuth } from './guards/reload.ts';
 import { type SessionOptions, SessionStore } from './guards/sessions.ts';
 import {
   errData,
@@ -43,9 +44,9 @@ import {
   unauthorized,
 } from './respond.ts';
 import { createApiRoute } from './routes/api.ts';
-import { createEventStreams } from './routes/events.ts';
+import { createEventStreams, type EventStreams } from './routes/events.ts';
 import { createMetricsRoute } from './routes/metrics.ts';
-import { cookieJar, createSessionRoute } from './routes/session.ts';
+import { type CookieJar, cookieJar, createSessionRoute } from './routes/session.ts';
 import { createStaticRoute } from './routes/static.ts';
 import { type SecurityEvent, SecurityLog } from './security-log.ts';
 
@@ -129,6 +130,131 @@ function defaultStaticDir(): string {
   return rendererDir() ?? fileURLToPath(new URL('../../dist/renderer', import.meta.url));
 }
 
+/** What the request and upgrade handlers below work with: the guards and the routes. */
+interface Context {
+  /** Set once the port is known (no request arrives before). */
+  guard: HostGuard | null;
+  secure: boolean;
+  identifier: Identifier;
+  sessions: SessionStore;
+  cookie: CookieJar;
+  streams: EventStreams;
+  routes: {
+    static: ReturnType<typeof createStaticRoute>;
+    api: ReturnType<typeof createApiRoute>;
+    session: ReturnType<typeof createSessionRoute>;
+    metrics: ReturnType<typeof createMetricsRoute> | null;
+  };
+}
+
+function refuse(res: ServerResponse, who: Extract<Identified, { ok: false }>): void {
+  if (who.status === 401) unauthorized(res, who.message);
+  else if (who.status === 429) tooMany(res, who.message, who.retryAfterMs ?? 1000);
+  else forbidden(res, who.message);
+}
+
+/** A request of a session: it is not idle, and its secrets turn when due (sent back to the page). */
+function sessionSeen(ctx: Context, res: ServerResponse, who: Extract<Identified, { ok: true }>): void {
+  if (who.session === null) return;
+  ctx.sessions.touch(who.session);
+  const turned = ctx.sessions.rotate(who.session, who.sessionCurrent);
+  if (turned === null) return;
+  res.setHeader('Set-Cookie', ctx.cookie.set(turned.cookie, Math.floor(ctx.sessions.lifetimeMs / 1000)));
+  res.setHeader(SESSION_SECRET_HEADER, turned.secret);
+}
+
+/** Every HTTP request: headers, Host, then the API (Origin, who is asking) or the static page. */
+function onRequest(ctx: Context, req: IncomingMessage, res: ServerResponse): void {
+  securityHeaders(res, ctx.secure);
+  const { guard, routes } = ctx;
+  if (guard === null || !guard.hostAccepted(req)) {
+    misdirected(res);
+    return;
+  }
+  let pathname: string;
+  try {
+    pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+  } catch {
+    res.writeHead(400);
+    res.end();
+    return;
+  }
+  const isApi = pathname === '/api' || pathname.startsWith('/api/');
+  if (!isApi && !(pathname === '/metrics' && routes.metrics !== null)) {
+    try {
+      routes.static(req, res, pathname);
+    } catch (err) {
+      if (!res.headersSent) sendError(res, 500, errData(err));
+      else res.destroy();
+    }
+    return;
+  }
+  if (guard.foreignOrigin(req)) {
+    sendError(res, 403, errData(new ForbiddenError('cross-origin requests are refused')));
+    return;
+  }
+  if (pathname === '/api/session') {
+    if (!guard.hasOurOrigin(req)) {
+      sendError(res, 403, errData(new ForbiddenError('sessions are for the console page only (Origin)')));
+      return;
+    }
+    routes.session(req, res);
+    return;
+  }
+  const who = ctx.identifier.identify(req, { allowCookie: guard.hasOurOrigin(req) });
+  if (!who.ok) {
+    refuse(res, who);
+    return;
+  }
+  if (pathname === '/metrics' && routes.metrics !== null) {
+    routes.metrics(req, res, who.caller);
+    return;
+  }
+  if (pathname !== '/api/call') {
+    sendError(res, 404, { name: 'NotFoundError', code: 'NOT_FOUND', message: `no API endpoint ${pathname}` });
+    return;
+  }
+  sessionSeen(ctx, res, who);
+  routes.api(req, res, who.caller, who.address).catch((err: unknown) => {
+    if (!res.headersSent) sendError(res, 500, errData(err));
+    else res.destroy();
+  });
+}
+
+/** Every WebSocket upgrade: the same guards as the API, then the event stream's own caps. */
+function onUpgrade(ctx: Context, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  let url: URL;
+  try {
+    url = new URL(req.url ?? '/', 'http://localhost');
+  } catch {
+    refuseUpgrade(socket, 400, 'Bad Request');
+    return;
+  }
+  const { guard } = ctx;
+  if (guard === null || !guard.hostAccepted(req)) {
+    refuseUpgrade(socket, 421, 'Misdirected Request');
+    return;
+  }
+  if (url.pathname !== '/api/events') {
+    refuseUpgrade(socket, 404, 'Not Found');
+    return;
+  }
+  if (guard.foreignOrigin(req)) {
+    refuseUpgrade(socket, 403, 'Forbidden');
+    return;
+  }
+  const who = ctx.identifier.identify(req, { allowCookie: guard.hasOurOrigin(req) });
+  if (!who.ok) {
+    const text = who.status === 401 ? 'Unauthorized' : who.status === 429 ? 'Too Many Requests' : 'Forbidden';
+    const retry =
+      who.retryAfterMs === undefined ? {} : { 'Retry-After': String(Math.ceil(who.retryAfterMs / 1000)) };
+    refuseUpgrade(socket, who.status, text, retry);
+    return;
+  }
+  if (who.session !== null) ctx.sessions.touch(who.session);
+  ctx.streams.upgrade(req, socket, head, who);
+}
+
 /** Starts listening; resolves once the port is bound. */
 export async function startWebServer(options: WebServerOptions): Promise<WebServer> {
   const host = options.host ?? '127.0.0.1';
@@ -164,144 +290,40 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     slowClientGraceMs: options.slowClientGraceMs ?? 2_000,
     pingIntervalMs: options.pingIntervalMs ?? 20_000,
   });
-  // Set once the port is known (no request arrives before).
-  let guard: HostGuard | null = null;
-  const routes = {
-    static: createStaticRoute({
-      staticRoot: resolve(options.staticDir ?? defaultStaticDir()),
-      csp: () => guard?.contentSecurityPolicy() ?? '',
-    }),
-    api: createApiRoute({
-      service,
-      readOnly: options.readOnly ?? false,
-      maxBody: options.maxBodyBytes ?? 1024 * 1024,
-      log,
-    }),
-    session: createSessionRoute({ identifier, sessions, limits, streams, log, cookie }),
-    metrics:
-      options.metrics === true && service.metrics !== undefined
-        ? createMetricsRoute({ service: { metrics: service.metrics.bind(service) }, log })
-        : null,
+  const ctx: Context = {
+    guard: null,
+    secure,
+    identifier,
+    sessions,
+    cookie,
+    streams,
+    routes: {
+      static: createStaticRoute({
+        staticRoot: resolve(options.staticDir ?? defaultStaticDir()),
+        csp: () => ctx.guard?.contentSecurityPolicy() ?? '',
+      }),
+      api: createApiRoute({
+        service,
+        readOnly: options.readOnly ?? false,
+        maxBody: options.maxBodyBytes ?? 1024 * 1024,
+        log,
+      }),
+      session: createSessionRoute({ identifier, sessions, limits, streams, log, cookie }),
+      metrics:
+        options.metrics === true && service.metrics !== undefined
+          ? createMetricsRoute({ service: { metrics: service.metrics.bind(service) }, log })
+          : null,
+    },
   };
 
-  const refuse = (res: ServerResponse, who: Extract<Identified, { ok: false }>): void => {
-    if (who.status === 401) unauthorized(res, who.message);
-    else if (who.status === 429) tooMany(res, who.message, who.retryAfterMs ?? 1000);
-    else forbidden(res, who.message);
-  };
-
-  /** A request of a session: it is not idle, and its secrets turn when due (sent back to the page). */
-  const sessionSeen = (res: ServerResponse, who: Extract<Identified, { ok: true }>): void => {
-    if (who.session === null) return;
-    sessions.touch(who.session);
-    const turned = sessions.rotate(who.session, who.sessionCurrent);
-    if (turned === null) return;
-    res.setHeader('Set-Cookie', cookie.set(turned.cookie, Math.floor(sessions.lifetimeMs / 1000)));
-    res.setHeader(SESSION_SECRET_HEADER, turned.secret);
-  };
-
-  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    securityHeaders(res, secure);
-    if (guard === null || !guard.hostAccepted(req)) {
-      misdirected(res);
-      return;
-    }
-    let pathname: string;
-    try {
-      pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
-    } catch {
-      res.writeHead(400);
-      res.end();
-      return;
-    }
-    const isApi = pathname === '/api' || pathname.startsWith('/api/');
-    if (isApi || (pathname === '/metrics' && routes.metrics !== null)) {
-      if (guard.foreignOrigin(req)) {
-        sendError(res, 403, errData(new ForbiddenError('cross-origin requests are refused')));
-        return;
-      }
-      if (pathname === '/api/session') {
-        if (!guard.hasOurOrigin(req)) {
-          sendError(res, 403, errData(new ForbiddenError('sessions are for the console page only (Origin)')));
-          return;
-        }
-        routes.session(req, res);
-        return;
-      }
-      const who = identifier.identify(req, { allowCookie: guard.hasOurOrigin(req) });
-      if (!who.ok) {
-        refuse(res, who);
-        return;
-      }
-      if (pathname === '/metrics' && routes.metrics !== null) {
-        routes.metrics(req, res, who.caller);
-        return;
-      }
-      if (pathname !== '/api/call') {
-        sendError(res, 404, {
-          name: 'NotFoundError',
-          code: 'NOT_FOUND',
-          message: `no API endpoint ${pathname}`,
-        });
-        return;
-      }
-      sessionSeen(res, who);
-      routes.api(req, res, who.caller, who.address).catch((err: unknown) => {
-        if (!res.headersSent) sendError(res, 500, errData(err));
-        else res.destroy();
-      });
-      return;
-    }
-    try {
-      routes.static(req, res, pathname);
-    } catch (err) {
-      if (!res.headersSent) sendError(res, 500, errData(err));
-      else res.destroy();
-    }
-  };
-
+  const handler = (req: IncomingMessage, res: ServerResponse): void => onRequest(ctx, req, res);
   const server: Server =
     options.tls === undefined
-      ? createServer(onRequest)
-      : createTlsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest);
+      ? createServer(handler)
+      : createTlsServer({ cert: options.tls.cert, key: options.tls.key }, handler);
   server.headersTimeout = 20_000;
   server.requestTimeout = 60_000;
-
-  server.on('upgrade', (req, socket, head) => {
-    let url: URL;
-    try {
-      url = new URL(req.url ?? '/', 'http://localhost');
-    } catch {
-      refuseUpgrade(socket, 400, 'Bad Request');
-      return;
-    }
-    if (guard === null || !guard.hostAccepted(req)) {
-      refuseUpgrade(socket, 421, 'Misdirected Request');
-      return;
-    }
-    if (url.pathname !== '/api/events') {
-      refuseUpgrade(socket, 404, 'Not Found');
-      return;
-    }
-    if (guard.foreignOrigin(req)) {
-      refuseUpgrade(socket, 403, 'Forbidden');
-      return;
-    }
-    const who = identifier.identify(req, { allowCookie: guard.hasOurOrigin(req) });
-    if (!who.ok) {
-      const text =
-        who.status === 401 ? 'Unauthorized' : who.status === 429 ? 'Too Many Requests' : 'Forbidden';
-      refuseUpgrade(
-        socket,
-        who.status,
-        text,
-        who.retryAfterMs === undefined ? {} : { 'Retry-After': String(Math.ceil(who.retryAfterMs / 1000)) },
-      );
-      return;
-    }
-    if (who.session !== null) sessions.touch(who.session);
-    streams.upgrade(req, socket, head, who);
-  });
+  server.on('upgrade', (req, socket, head) => onUpgrade(ctx, req, socket, head));
 
   // Sessions that ran out while nobody asked: logged, and their streams closed.
   const sweep = setInterval(() => {
@@ -326,65 +348,21 @@ export async function startWebServer(options: WebServerOptions): Promise<WebServ
     });
   });
   const port = (server.address() as AddressInfo).port;
-  guard = new HostGuard({ scheme, host, port, publicUrl });
-  const hostGuard = guard;
-
-  const reload = (next: AuthOptions): void => {
-    const fresh = new Authenticator(next);
-    if (!fresh.hasCredentials) {
-      throw new InvalidArgumentError(
-        'nobody could sign in: give a token, per-user tokens or a trusted proxy',
-      );
-    }
-    auth = fresh;
-    for (const s of sessions.all()) {
-      const caller = fresh.byCredential(s.credential);
-      if (caller === null) {
-        sessions.end(s);
-        log.record('session-revoked', {
-          user: s.caller.user,
-          via: s.caller.via,
-          session: s.ref,
-          reason: 'token removed',
-        });
-      } else {
-        s.caller = caller;
-      }
-    }
-    for (const [ws, c] of streams.clients()) {
-      let caller: Caller | null;
-      if (c.session !== null) caller = c.session.ended ? null : c.session.caller;
-      else if (c.credential !== null) caller = fresh.byCredential(c.credential);
-      else caller = fresh.proxyCaller(c.caller.user);
-      if (caller === null) {
-        if (c.session === null) {
-          log.record('session-revoked', {
-            user: c.caller.user,
-            via: c.caller.via,
-            reason: 'removed from the configuration',
-          });
-        }
-        ws.close(CLOSE_UNAUTHENTICATED, 'signed out: the configuration changed');
-        continue;
-      }
-      if (JSON.stringify(caller.roles) !== JSON.stringify(c.caller.roles) || caller.user !== c.caller.user) {
-        c.caller = caller;
-        streams.resendConnections(ws);
-      }
-    }
-    log.record('config-reloaded', { count: (next.users ?? []).length });
-  };
+  const guard = new HostGuard({ scheme, host, port, publicUrl });
+  ctx.guard = guard;
 
   let closing: Promise<void> | null = null;
   const token = authOptions.sharedToken;
-  const base = publicUrl === null ? hostGuard.origin : publicUrl.origin;
+  const base = publicUrl === null ? guard.origin : publicUrl.origin;
   return {
     url: token === null ? `${base}/` : `${base}/?token=${encodeURIComponent(token)}`,
-    origin: hostGuard.origin,
-    origins: [...hostGuard.origins],
+    origin: guard.origin,
+    origins: [...guard.origins],
     port,
     token,
-    reload,
+    reload(next) {
+      auth = reloadAuth(next, { sessions, streams, log });
+    },
     securityCounts: () => log.snapshot(),
     close() {
       closing ??= (async () => {

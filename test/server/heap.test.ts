@@ -3,8 +3,8 @@
  * failure counts per address, the security log's folding, event streams) stays bounded however
  * many people sign in and out, guess tokens from new addresses, and open streams. Measured in a
  * child under `node --expose-gc` (test/server/heap-child.ts), after a full GC, once the bounded
- * tables are full and V8 has settled: 3 000 sign-ins and sign-outs, 3 000 wrong tokens from
- * 3 000 new addresses and 750 streams. A positive control leaks about 1 KiB a sign-in in the same
+ * tables are full and V8 has settled: 1 500 sign-ins and sign-outs, 1 500 wrong tokens from
+ * 1 500 new addresses and 375 streams. A positive control leaks about 1 KiB a sign-in in the same
  * child, and must cross the same bound.
  */
 import { execFile } from 'node:child_process';
@@ -21,14 +21,17 @@ interface Figures {
 async function child(...args: string[]): Promise<Figures> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    ['--expose-gc', '--import', 'tsx', 'test/server/heap-child.ts', '25', ...args],
-    { timeout: 120_000 },
+    ['--expose-gc', '--import', 'tsx', 'test/server/heap-child.ts', '25', '100', ...args],
+    { timeout: 240_000 },
   );
   return JSON.parse(stdout) as Figures;
 }
 
-/** Growth allowed over the measured 15 rounds: about 350 bytes a sign-in (measured: 230 KiB in all). */
-const BOUND = 1024 * 1024;
+/**
+ * Growth allowed over the measured 15 rounds: about 500 bytes a sign-in. Measured here: 239 KiB
+ * in all without a leak, 1.55 MiB with the control's.
+ */
+const BOUND = 768 * 1024;
 
 describe('a served console under sign-in churn', () => {
   it('keeps heap and handles flat; a leak of 1 KiB a sign-in is caught by the same bound', async () => {
@@ -37,7 +40,7 @@ describe('a served console under sign-in churn', () => {
     expect(flat.after.handles).toBe(flat.before.handles);
     expect(flat.after.heap - flat.before.heap).toBeLessThan(BOUND);
     const leaking = await child('--leak');
-    expect(leaking.kept).toBe(10_000);
+    expect(leaking.kept).toBe(5_000);
     expect(leaking.after.heap - leaking.before.heap).toBeGreaterThan(BOUND);
-  }, 240_000);
+  }, 600_000);
 });
