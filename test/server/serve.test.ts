@@ -479,6 +479,9 @@ describe('serve refuses an unsafe start with a clear error (exit 2)', () => {
     [['--token', 'a'.repeat(64)], {}, /too weak/],
     [[], { WORKLEASE_TOKEN: 'correct horse battery staple 1234567890' }, /malformed/],
     [['--read-only', '--allow-connection-edits'], {}, /exclude each other/],
+    [['--connection-hosts', '127.0.0.1:5432'], {}, /give --allow-connection-edits too/],
+    [['--allow-connection-edits', '--connection-hosts', 'db.internal'], {}, /host:port entries/],
+    [['--allow-connection-edits', '--connection-hosts', 'db.internal:99999'], {}, /port 1\.\.65535/],
     [['--host', '0.0.0.0'], {}, /plain HTTP/],
     [['--host', '0.0.0.0', '--insecure-http'], {}, /--public-url/],
   ] as Array<[string[], NodeJS.ProcessEnv, RegExp]>)('serve %j', async (args, env, message) => {
@@ -504,6 +507,19 @@ describe('serve refuses a trusted proxy without its secret (exit 2)', () => {
     expect(weak.code).toBe(2);
     expect(weak.stderr).toMatch(/too weak/);
     expect(weak.stdout).not.toMatch(/open:/);
+    const secretFile = join(dir, 'proxy-secret');
+    writeFileSync(secretFile, `${newToken()}\n`);
+    const stray = await run([
+      'serve',
+      '--connect',
+      CONSOLE_URL,
+      '--port',
+      '0',
+      '--proxy-secret-file',
+      secretFile,
+    ]);
+    expect(stray.code).toBe(2);
+    expect(stray.stderr).toMatch(/--proxy-secret-file is given but the config file names no proxy/);
   });
 });
 

@@ -142,9 +142,10 @@ function resolveProxySecret(config: ServeConfig, file: string | undefined): stri
     secret = process.env.WORKLEASE_PROXY_SECRET;
   }
   if (config.proxy === null) {
-    if (secret !== undefined) {
+    // A file named on purpose is a mistake worth saying; a variable left in the environment is not.
+    if (file !== undefined) {
       throw new InvalidArgumentError(
-        'a proxy secret is given but the config file names no proxy (proxy.trusted)',
+        '--proxy-secret-file is given but the config file names no proxy (proxy.trusted)',
       );
     }
     return null;
@@ -297,6 +298,11 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
   const readOnly = options.readOnly === true;
   if (readOnly && options.allowConnectionEdits === true) {
     throw new InvalidArgumentError('--read-only and --allow-connection-edits exclude each other');
+  }
+  if (options.connectionHosts !== undefined && options.allowConnectionEdits !== true) {
+    throw new InvalidArgumentError(
+      '--connection-hosts is for connections added through the page: give --allow-connection-edits too',
+    );
   }
   const config: ServeConfig =
     options.config === undefined
