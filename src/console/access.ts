@@ -13,7 +13,8 @@
  *   viewer   — read: fleet, lease, checkpoint, audit;
  *   operator — viewer + force-release;
  *   admin    — operator + connections.add/update/remove/test (when the
- *              server allows connection edits at all).
+ *              server allows connection edits at all; on a served console
+ *              only as an admin of every connection, see adminOfEvery).
  * No role on a connection: the caller does not see it.
  */
 import { resolve, sep } from 'node:path';
