@@ -167,7 +167,9 @@ export function createSessionRoute(options: {
         CLOSE_UNAUTHENTICATED,
         'signed out by an admin',
       );
-      log.record('session-revoked', { user, reason: `by ${who.caller.user}`, count: ended.length + closed });
+      // Each session ended is a line of its own; streams opened with a token or through the proxy are one more.
+      if (ended.length === 0 && closed > 0)
+        log.record('session-revoked', { user, reason: `by ${who.caller.user}`, count: closed });
       sendJson(res, 200, { ok: true, result: { sessions: ended.length, streams: closed } });
       return;
     }
