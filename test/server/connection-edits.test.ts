@@ -21,7 +21,9 @@ const AMBIENT = {
   PGUSER: 'ambient-user',
   PGDATABASE: 'ambient-db',
   PGPORT: '1',
+  REDISCLI_AUTH: `ambient-redis-${randomBytes(8).toString('hex')}`,
 };
+const PGPASS_SECRET = `pgpass-${randomBytes(8).toString('hex')}`;
 const ODD_PASSWORD = 'p@ss/w:rd';
 
 const sha = (t: string): string => createHash('sha256').update(t).digest('hex');
@@ -47,6 +49,10 @@ let port: number;
 let fake: FakePostgres;
 let offList: FakePostgres;
 let closedPort: number;
+/** A fake Redis: records every byte a client sends it, answers nothing. */
+let redisBytes = '';
+let fakeRedis: ReturnType<typeof createServer>;
+let fakeRedisPort: number;
 const tokens = { adam: newToken(), olga: newToken(), nina: newToken(), vic: newToken() };
 
 async function call(user: keyof typeof tokens, method: string, params: unknown): Promise<Reply> {
@@ -69,6 +75,17 @@ beforeAll(async () => {
   fake = await startFakePostgres();
   offList = await startFakePostgres();
   closedPort = await freePort();
+  fakeRedis = createServer((socket) => {
+    socket.on('data', (d: Buffer) => {
+      redisBytes += d.toString('latin1');
+    });
+    socket.on('error', () => {});
+  });
+  await new Promise<void>((r) => fakeRedis.listen(0, '127.0.0.1', r));
+  fakeRedisPort = (fakeRedis.address() as { port: number }).port;
+  // A ~/.pgpass of the server's that knows the fake host: never to be read for an added connection.
+  const pgpass = join(dir, 'pgpass');
+  writeFileSync(pgpass, `127.0.0.1:*:*:*:${PGPASS_SECRET}\n`, { mode: 0o600 });
   const config = join(dir, 'console.json');
   writeFileSync(
     config,
@@ -94,11 +111,11 @@ beforeAll(async () => {
       config,
       '--allow-connection-edits',
       '--connection-hosts',
-      `127.0.0.1:${fake.port}`,
+      `127.0.0.1:${fake.port},127.0.0.1:${fakeRedisPort}`,
       '--port',
       String(await freePort()),
     ],
-    AMBIENT,
+    { ...AMBIENT, PGPASSFILE: pgpass },
   );
   const [, p] = await proc.waitFor(/open: http:\/\/[^\s/]+:(\d+)\//);
   port = Number(p);
@@ -108,6 +125,7 @@ afterAll(async () => {
   await proc?.stop();
   await fake?.close();
   await offList?.close();
+  await new Promise<void>((r) => (fakeRedis ? fakeRedis.close(() => r()) : r()));
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -140,6 +158,17 @@ describe('connection edits on a served console', () => {
       expect(login.startup.database).toBe('db');
       expect(login.password).toBe('given-pw');
     }
+    expect(JSON.stringify(fake.logins)).not.toContain(PGPASS_SECRET);
+  });
+
+  it("sends a Redis host no credential from the server's environment (REDISCLI_AUTH)", async () => {
+    const r = await add('adam', 'cache', `redis://127.0.0.1:${fakeRedisPort}`);
+    expect(r.status).toBe(200);
+    const deadline = Date.now() + 10_000;
+    while (redisBytes === '' && Date.now() < deadline) await settle();
+    expect(redisBytes).not.toBe('');
+    expect(redisBytes).not.toContain(AMBIENT.REDISCLI_AUTH);
+    expect(redisBytes.toUpperCase()).not.toContain('AUTH');
   });
 
   it('refuses a host off the allow-list before any I/O, the same way open or closed', async () => {
