@@ -16,7 +16,8 @@ export default defineConfig({
     // The CSP has no 'unsafe-inline': never inline assets as data: scripts or styles.
     assetsInlineLimit: 0,
     modulePreload: { polyfill: false },
-    sourcemap: true,
+    // No source maps: served with the page they would hand out the sources, comments and all.
+    sourcemap: false,
     target: 'es2022',
   },
 });

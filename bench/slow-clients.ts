@@ -116,6 +116,11 @@ async function main(): Promise<void> {
       String(port),
       '--max-clients',
       String(CLIENTS + 10),
+      // Every client is the one token's holder, from 127.0.0.1: lift the per-person and per-address caps too.
+      '--max-clients-per-user',
+      String(CLIENTS + 10),
+      '--max-clients-per-address',
+      String(CLIENTS + 10),
     ],
     { env: { ...process.env, WORKLEASE_TOKEN: token }, stdio: ['ignore', 'pipe', 'inherit'] },
   );

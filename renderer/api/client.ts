@@ -53,8 +53,25 @@ export interface ConsoleClient extends ConsoleApi {
    */
   readonly signInRequired: boolean;
   onSignInRequired(listener: () => void): () => void;
-  /** The page came with an access token in its address (exchanged for the session cookie). */
+  /** The page came with an access token in its address (exchanged for a session). */
   readonly tokenGiven: boolean;
+  /**
+   * The page came with an access token while this browser was signed in already: nothing
+   * is replaced until the person says so ({@link switchSession} or {@link keepSession}).
+   */
+  readonly pendingSwitch: PendingSwitch | null;
+  onPendingSwitch(listener: () => void): () => void;
+  /** Signs the current session out, signs in with the token of the address, and reloads. */
+  switchSession(): Promise<void>;
+  /** Drops the token of the address and goes on as who this browser was. */
+  keepSession(): void;
+  /** Signs out this browser, or (`everywhere`) every session of this person; the page then asks for a token. */
+  signOut(everywhere: boolean): Promise<void>;
+}
+
+/** A token link opened in a signed-in browser: who it is signed in as now. */
+export interface PendingSwitch {
+  currentUser: string;
 }
 
 /** The server said 401: who is asking is unknown (as opposed to 403, a known caller refused an action). */
@@ -142,35 +159,118 @@ function electronClient(bridge: WorkleaseBridge): ConsoleClient {
     signInRequired: false,
     onSignInRequired: () => () => {},
     tokenGiven: false,
+    pendingSwitch: null,
+    onPendingSwitch: () => () => {},
+    switchSession: async () => {},
+    keepSession: () => {},
+    signOut: async () => {},
   };
 }
 
 /**
- * Signs this browser in once: a `?token=` in the address is exchanged for the
- * server's HttpOnly session cookie (`POST /api/session`), then removed from
- * the address bar so it does not end up in history, bookmarks or
- * screenshots. The page never keeps the token; later calls, other tabs and
- * the event stream carry the cookie. A wrong token is removed too: the calls
- * then answer 401 and the page shows the sign-in screen. Resolves to whether
- * the address carried a token (so the sign-in screen can say it was refused).
+ * The session secret (see src/server/guards/sessions.ts): the server's cookie alone is no
+ * session, since every web server on this host receives it (cookies are not isolated by
+ * port) and any of them can set it. This secret is kept in the page's own origin's storage,
+ * which no other origin — another port of the same host included — can read or write, and
+ * goes with every call (a header) and event stream (a WebSocket subprotocol). localStorage
+ * rather than sessionStorage: the cookie is the browser's, so the secret is too, and a link
+ * opened in a new tab of the same browser is signed in.
  */
-export async function exchangeToken(loc: Location = window.location): Promise<boolean> {
-  const url = new URL(loc.href);
-  const token = url.searchParams.get('token');
-  if (token === null) return false;
-  url.searchParams.delete('token');
-  window.history.replaceState(window.history.state, '', url.pathname + url.search + url.hash);
-  if (token === '') return false;
+const SECRET_KEY = 'worklease.session';
+const SECRET_HEADER = 'x-worklease-session';
+
+function storedSecret(): string | null {
   try {
-    await fetch(new URL(apiPath('session'), loc.href), {
+    return window.localStorage.getItem(SECRET_KEY);
+  } catch {
+    return null;
+  }
+}
+
+function storeSecret(secret: string | null): void {
+  try {
+    if (secret === null) window.localStorage.removeItem(SECRET_KEY);
+    else window.localStorage.setItem(SECRET_KEY, secret);
+  } catch {
+    // Storage refused (a locked-down browser): the page signs in again each time.
+  }
+}
+
+function sessionHeaders(): Record<string, string> {
+  const secret = storedSecret();
+  return secret === null ? {} : { [SECRET_HEADER]: secret };
+}
+
+/** The secret turned (the server rotates it while the session is used): keep the new one. */
+function keepRotated(res: Response): void {
+  const next = res.headers.get(SECRET_HEADER);
+  if (next !== null && next !== '') storeSecret(next);
+}
+
+/** What the page's address said on load. */
+interface Arrival {
+  /** It carried a token (exchanged, or held for the person to decide). */
+  tokenGiven: boolean;
+  /** The token, held because this browser was signed in already. */
+  held: { token: string; currentUser: string } | null;
+}
+
+/** `POST /api/session`: a new session for this browser; its secret is kept. Whether it worked. */
+async function exchange(token: string, loc: Location): Promise<boolean> {
+  try {
+    const res = await fetch(new URL(apiPath('session'), loc.href), {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}` },
+      headers: { authorization: `Bearer ${token}`, ...sessionHeaders() },
       credentials: 'same-origin',
     });
+    if (!res.ok) return false;
+    const body = (await res.json()) as { ok?: boolean; result?: { secret?: unknown } };
+    if (typeof body.result?.secret !== 'string') return false;
+    storeSecret(body.result.secret);
+    return true;
   } catch {
     // Unreachable server: the first call reports it.
+    return false;
   }
-  return true;
+}
+
+/** Who this browser's session is, or null when it has none that works. */
+async function currentUser(loc: Location): Promise<string | null> {
+  if (storedSecret() === null) return null;
+  try {
+    const res = await fetch(new URL(apiPath('call'), loc.href), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...sessionHeaders() },
+      credentials: 'same-origin',
+      body: JSON.stringify({ method: 'console.session', params: {} }),
+    });
+    if (!res.ok) return null;
+    keepRotated(res);
+    const body = (await res.json()) as { result?: { user?: unknown } };
+    return typeof body.result?.user === 'string' ? body.result.user : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Signs this browser in from a `?token=` in the address, which is removed from the address bar
+ * first so it does not end up in history, bookmarks or screenshots. A browser signed in already
+ * is never switched silently to whoever the link names: the token is held and the page asks
+ * (a link from someone else must not make this person act as them). A wrong token is dropped
+ * too: the calls then answer 401 and the page shows the sign-in screen.
+ */
+export async function exchangeToken(loc: Location = window.location): Promise<Arrival> {
+  const url = new URL(loc.href);
+  const token = url.searchParams.get('token');
+  if (token === null) return { tokenGiven: false, held: null };
+  url.searchParams.delete('token');
+  window.history.replaceState(window.history.state, '', url.pathname + url.search + url.hash);
+  if (token === '') return { tokenGiven: false, held: null };
+  const current = await currentUser(loc);
+  if (current !== null) return { tokenGiven: true, held: { token, currentUser: current } };
+  await exchange(token, loc);
+  return { tokenGiven: true, held: null };
 }
 
 /**
@@ -186,24 +286,33 @@ export function backoffMs(attempt: number): number {
   return Math.min(10_000, 250 * 2 ** Math.min(attempt, 6));
 }
 
-/** Sends the page to `?token=…`, which it exchanges for the session cookie on load. */
+/** Sends the page to `?token=…`, which it exchanges for a session on load. */
 export function signIn(token: string, loc: Location = window.location): void {
   const url = new URL(loc.href);
   url.searchParams.set('token', token);
   loc.assign(url.toString());
 }
 
-function webClient(signedIn: Promise<boolean>): ConsoleClient {
+function webClient(arrival: Promise<Arrival>): ConsoleClient {
   const events = new Listeners<ConsoleEvent>();
   const states = new Listeners<TransportState>();
   const signIns = new Listeners<void>();
+  const switches = new Listeners<void>();
   let signInRequired = false;
   let tokenGiven = false;
-  void signedIn.then((given) => {
-    tokenGiven = given;
+  let held: Arrival['held'] = null;
+  // One object per pending switch: React's useSyncExternalStore needs a stable snapshot.
+  let pending: PendingSwitch | null = null;
+  const signedIn = arrival.then((a) => {
+    tokenGiven = a.tokenGiven;
+    held = a.held;
+    pending = held === null ? null : { currentUser: held.currentUser };
+    if (held !== null) switches.emit();
   });
   const requireSignIn = () => {
     if (signInRequired) return;
+    // The secret names a session that is gone: a sign-in starts afresh.
+    storeSecret(null);
     signInRequired = true;
     signIns.emit();
   };
@@ -222,8 +331,13 @@ function webClient(signedIn: Promise<boolean>): ConsoleClient {
     const url = new URL(apiPath('events'), window.location.href);
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     url.search = '';
-    // The session cookie goes with the upgrade (same origin).
-    const ws = new WebSocket(url);
+    // The session cookie goes with the upgrade (same origin); the secret rides as a subprotocol,
+    // the one thing a page may add to an upgrade. The server answers `worklease`.
+    const secret = storedSecret();
+    const ws = new WebSocket(
+      url,
+      secret === null ? ['worklease'] : ['worklease', `worklease.session.${secret}`],
+    );
     socket = ws;
     ws.onopen = () => {
       attempt = 0;
@@ -266,10 +380,11 @@ function webClient(signedIn: Promise<boolean>): ConsoleClient {
       try {
         res = await fetch(new URL(apiPath('call'), window.location.href), {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', ...sessionHeaders() },
           credentials: 'same-origin',
           body: JSON.stringify({ method, params }),
         });
+        keepRotated(res);
       } catch (err) {
         throw new ConsoleError({
           name: 'BackendUnavailableError',
@@ -309,6 +424,39 @@ function webClient(signedIn: Promise<boolean>): ConsoleClient {
     onSignInRequired: (listener) => signIns.add(listener),
     get tokenGiven() {
       return tokenGiven;
+    },
+    get pendingSwitch() {
+      return pending;
+    },
+    onPendingSwitch: (listener) => switches.add(listener),
+    async switchSession() {
+      if (held === null) return;
+      const { token } = held;
+      await fetch(new URL(apiPath('session'), window.location.href), {
+        method: 'DELETE',
+        headers: sessionHeaders(),
+        credentials: 'same-origin',
+      }).catch(() => {});
+      storeSecret(null);
+      await exchange(token, window.location);
+      window.location.reload();
+    },
+    keepSession() {
+      held = null;
+      pending = null;
+      switches.emit();
+    },
+    async signOut(everywhere) {
+      await fetch(
+        new URL(`${apiPath('session')}${everywhere ? '?everywhere=1' : ''}`, window.location.href),
+        {
+          method: 'DELETE',
+          headers: sessionHeaders(),
+          credentials: 'same-origin',
+        },
+      ).catch(() => {});
+      socket?.close();
+      requireSignIn();
     },
   };
 }

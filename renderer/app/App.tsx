@@ -14,7 +14,7 @@ import { useFleets, useInfo } from './hooks.ts';
 import { navigate, useRoute } from './router.ts';
 import { HOME, type Route } from './routes.ts';
 import { ShortcutsDialog } from './Shortcuts.tsx';
-import { SignIn } from './SignIn.tsx';
+import { SignIn, SwitchSession } from './SignIn.tsx';
 import { TimeModeToggle } from './Time.tsx';
 import { Toasts } from './toast.tsx';
 import { ErrorNotice } from './ui.tsx';
@@ -58,7 +58,12 @@ export function App() {
   const signInRequired = useSignInRequired();
   const { client } = useServices();
   if (signInRequired) return <SignIn refused={client.tokenGiven} />;
-  return <Console />;
+  return (
+    <>
+      <Console />
+      <SwitchSession />
+    </>
+  );
 }
 
 /** "lease job-17 · fleet · worklease": the view and the lease, for tabs, history and bookmarks. */

@@ -12,6 +12,7 @@
  * the default schema.
  */
 import { InvalidArgumentError } from '../lease/errors.ts';
+import { redactUrl as redactUrlText } from '../lease/redact.ts';
 import type { BackendKind, OpenOptions } from '../lease/types.ts';
 import { parsePostgresUrl } from './postgres-url.ts';
 
@@ -44,11 +45,13 @@ export function parseBackendUrl(url: unknown): ParsedBackendUrl {
   return { kind, redacted: redactUrl(url) };
 }
 
-/** Replaces the password part of `scheme://user:password@host` and a `password=` query value with `***`. Works on multi-host URLs too. */
+/**
+ * Replaces the password of `scheme://user:password@host…` and the values of secret query
+ * parameters (`password=`, `sentinelPassword=`, …) with `***`; multi-host URLs and passwords
+ * holding `@`, `/` or `:` included (src/lease/redact.ts).
+ */
 export function redactUrl(url: string): string {
-  return url
-    .replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, '$1***@')
-    .replace(/([?&]password=)[^&#]*/gi, '$1***');
+  return redactUrlText(url);
 }
 
 const SQL: readonly BackendKind[] = ['postgres', 'pglite'];

@@ -301,7 +301,9 @@ export function buildProgram(): Command {
 
   program
     .command('serve')
-    .description('serve the web console for one or more backends (bound to 127.0.0.1 with a token)')
+    .description(
+      'serve the web console for one or more backends (bound to 127.0.0.1 with a token; SIGHUP re-reads --config users and proxy)',
+    )
     .option('--connect <url>', 'a backend to show (repeatable; default $WORKLEASE_URL)', collect)
     .option('--host <host>', 'address to bind', '127.0.0.1')
     .option('--port <port>', 'port, 0..65535 (0 picks a free one)', parsePort, 7420)
@@ -315,8 +317,37 @@ export function buildProgram(): Command {
     .option('--allow-connection-edits', 'let admins add, edit, test and remove connections from the page')
     .option('--pglite-dir <dir>', 'with --allow-connection-edits: the only directory for pglite:/// URLs')
     .option(
+      '--connection-hosts <host:port,…>',
+      'with --allow-connection-edits: hosts added connections may reach besides the configured ones (repeatable)',
+      collect,
+    )
+    .option(
+      '--proxy-secret-file <file>',
+      "file holding the trusted proxy's shared secret (also $WORKLEASE_PROXY_SECRET)",
+    )
+    .option(
+      '--session-idle <ms>',
+      'a browser session unused this long ends (default 3600000: 1 h)',
+      parsePositiveInt,
+    )
+    .option(
+      '--session-lifetime <ms>',
+      'a browser session ends this long after sign-in (default 43200000: 12 h)',
+      parsePositiveInt,
+    )
+    .option(
       '--max-clients <n>',
       'most live event streams (browser tabs) at once (default 200)',
+      parsePositiveInt,
+    )
+    .option(
+      '--max-clients-per-user <n>',
+      'most live event streams of one person (default 32)',
+      parsePositiveInt,
+    )
+    .option(
+      '--max-clients-per-address <n>',
+      'most live event streams from one source address (default 100)',
       parsePositiveInt,
     )
     .option('--read-only', 'refuse force-release on every connection')
@@ -334,6 +365,7 @@ export function buildProgram(): Command {
         'WORKLEASE_TOKEN=$(openssl rand -hex 32) worklease serve --connect $URL',
         'worklease serve --config /etc/worklease/console.json --public-url https://console.example.com',
         'worklease serve --connect $URL --metrics-bind 127.0.0.1:9464',
+        'worklease serve --config console.json --allow-connection-edits --connection-hosts db2.internal:5432',
       ]),
     )
     .action((opts, cmd: Command) => serveCommand(opts, globalsOf(cmd)));

@@ -7,10 +7,12 @@
  * id cannot carry a bidi override or a control character into a spreadsheet or
  * a terminal. JSON records are `visible()` of the JSON text, which still parses
  * to the stored values (its escapes are JSON escapes). CSV follows RFC 4180
- * (fields with a comma, a quote or a line break are quoted, quotes doubled,
- * CRLF between records), and a field starting with `=`, `+`, `-`, `@`, a tab or
- * a carriage return gets a leading `'` so a spreadsheet never runs it as a
- * formula.
+ * (quotes doubled, CRLF between records) and OWASP's advice on CSV injection:
+ * a field starting with `=`, `+`, `-`, `@`, a tab or a carriage return gets a
+ * leading `'` so a spreadsheet never runs it as a formula, and a field holding
+ * either delimiter (`,`, or `;`, which spreadsheets in many European locales
+ * split on), a quote or a line break is quoted — so `x;=cmd…` stays one field
+ * instead of becoming `x` and a formula.
  */
 import type { AuditEntryWire, LeaseRow, LeaseStatus } from './api.ts';
 import { visible } from './text.ts';
@@ -48,7 +50,7 @@ export function csvField(value: string | number | boolean | null): string {
   if (value === null) return '';
   let text = typeof value === 'string' ? visible(value) : String(value);
   if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  return /[",;\t\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
 export function csvRecord(values: ReadonlyArray<string | number | boolean | null>): string {

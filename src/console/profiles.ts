@@ -76,14 +76,14 @@ export function defaultProfilesPath(env: NodeJS.ProcessEnv = process.env): strin
   return join(configDir(env), 'profiles.json');
 }
 
-/** True when the URL carries a password (in the authority or as a `password` query parameter). */
+/** True when the URL carries a secret (a password in the authority, a secret query parameter). */
 export function urlHasSecret(url: string): boolean {
-  return redactUrl(url) !== url || /[?&]password=/i.test(url);
+  return redactUrl(url) !== url;
 }
 
-/** The URL with every secret removed: authority password → `***`, `password=` query value → `***`. */
+/** The URL with every secret replaced by `***` (src/lease/redact.ts). */
 export function stripSecrets(url: string): string {
-  return redactUrl(url).replace(/([?&]password=)[^&#]*/gi, '$1***');
+  return redactUrl(url);
 }
 
 export class ProfileStore {

@@ -29,14 +29,19 @@ import type { LeaseAdmin, LeaseBackend, OpenOptions } from '../lease/types.ts';
 import { packageVersion } from '../version.ts';
 import {
   ALLOWED,
+  addedUrlRefusal,
+  adminOfEvery,
   atLeast,
   type Caller,
+  checkConnectionName,
+  connectionNameKey,
   denied,
   type Permission,
   pgliteRefusal,
   type Role,
   roleOn,
   type SharedConsoleOptions,
+  urlTargets,
 } from './access.ts';
 import {
   type BulkResult,
@@ -430,6 +435,8 @@ class Service implements ConsoleService {
   private readonly store: ProfileStore | null;
   private readonly editable: boolean;
   private readonly shared: SharedConsoleOptions | null;
+  /** `host:port` pairs added connections may reach on a shared console (SharedConsoleOptions.connectionHosts). */
+  private readonly allowedHosts: ReadonlySet<string>;
   private readonly local: Caller;
   private readonly conns = new Map<string, Connection>();
   private readonly listeners = new Set<(event: ConsoleEvent) => void>();
@@ -459,6 +466,10 @@ class Service implements ConsoleService {
         ? (options.profilesEditable ?? true)
         : this.shared.allowConnectionEdits === true && options.profilesEditable !== false;
     this.local = { user: this.operator, via: 'desktop', roles: { '*': 'admin' } };
+    this.allowedHosts = new Set([
+      ...(this.shared?.connectionHosts ?? []),
+      ...(options.connections ?? []).flatMap((c) => configuredTargets(c.url)),
+    ]);
     this.freshnessTimer = setInterval(() => this.announceFreshness(), FRESHNESS_EVENT_MS);
     this.freshnessTimer.unref();
   }
@@ -521,11 +532,12 @@ class Service implements ConsoleService {
       [...this.conns.values()].filter((c) => roleOn(caller, c.input.name) !== null).map((c) => c.info()),
     'connections.add': async (p, caller) => {
       this.requireEditable();
-      this.requireRole(caller, p.name, 'admin', 'add a connection');
+      this.requireConnectionAdmin(caller, p.name, 'add a connection');
+      const name = this.uniqueName(p.name, null);
       resolveBackendUrl(p.url, this.backendOptions);
       this.checkSharedUrl(p.url, null);
       const input: ConnectionInput = {
-        name: p.name,
+        name,
         url: p.url,
         readOnly: p.readOnly,
         environment: p.environment,
@@ -540,9 +552,10 @@ class Service implements ConsoleService {
     'connections.update': async ({ id, changes }, caller) => {
       this.requireEditable();
       const conn = this.visibleConnection(id, caller);
-      this.requireRole(caller, conn.input.name, 'admin', 'edit this connection');
-      if (changes.name !== undefined && changes.name !== conn.input.name) {
-        this.requireRole(caller, changes.name, 'admin', `rename a connection to '${changes.name}'`);
+      this.requireConnectionAdmin(caller, conn.input.name, 'edit this connection');
+      const name = changes.name === undefined ? undefined : this.uniqueName(changes.name, conn);
+      if (name !== undefined && name !== conn.input.name) {
+        this.requireConnectionAdmin(caller, name, `rename a connection to '${name}'`);
       }
       if (changes.readOnly === false && conn.input.readOnly) {
         const p = this.makeWritablePermission();
@@ -553,7 +566,7 @@ class Service implements ConsoleService {
         this.checkSharedUrl(changes.url, conn);
       }
       const merged: ConnectionInput = {
-        name: changes.name ?? conn.input.name,
+        name: name ?? conn.input.name,
         url: changes.url ?? conn.input.url,
         readOnly: changes.readOnly ?? conn.input.readOnly,
         environment: changes.environment ?? conn.input.environment,
@@ -578,7 +591,7 @@ class Service implements ConsoleService {
     'connections.remove': async ({ id }, caller) => {
       this.requireEditable();
       const conn = this.visibleConnection(id, caller);
-      this.requireRole(caller, conn.input.name, 'admin', 'remove this connection');
+      this.requireConnectionAdmin(caller, conn.input.name, 'remove this connection');
       if (conn.persistent && this.store !== null) this.store.remove(id);
       this.conns.delete(id);
       await conn.close();
@@ -590,7 +603,7 @@ class Service implements ConsoleService {
       let url: string;
       if (id !== undefined) {
         const conn = this.visibleConnection(id, caller);
-        this.requireRole(caller, conn.input.name, 'admin', 'test this connection');
+        this.requireConnectionAdmin(caller, conn.input.name, 'test this connection');
         url = conn.input.url;
       } else {
         // A shared console is no oracle for arbitrary hosts (port scans,
@@ -871,12 +884,53 @@ class Service implements ConsoleService {
   /** Editing `conn` (null: adding a connection). */
   private editPermission(caller: Caller, conn: Connection | null): Permission {
     if (!this.editable) return denied(this.notEditableReason());
+    if (this.shared !== null) {
+      return adminOfEvery(caller)
+        ? ALLOWED
+        : denied(
+            `${conn === null ? 'adding' : 'editing'} a connection needs the admin role on every connection ("*": "admin")`,
+          );
+    }
     if (conn === null) {
       return atLeast(caller.roles['*'] ?? null, 'admin')
         ? ALLOWED
         : denied('adding a connection needs the admin role');
     }
     return this.rolePermission(caller, conn.input.name, 'admin', 'editing this connection');
+  }
+
+  /**
+   * Connection edits on a shared console need an admin of every connection: an admin of one name
+   * could otherwise add (or rename) a connection of that name pointing at another connection's
+   * database, and act there with the role that name gives. The desktop's one user is admin anyway.
+   */
+  private requireConnectionAdmin(caller: Caller, name: string, action: string): void {
+    if (this.shared === null) {
+      this.requireRole(caller, name, 'admin', action);
+      return;
+    }
+    if (!adminOfEvery(caller)) {
+      throw new ForbiddenError(`to ${action} you need the admin role on every connection ("*": "admin")`, {
+        details: { needed: 'admin', connection: '*' },
+      });
+    }
+  }
+
+  /** `name` as stored (normalised, checked), refused when another connection (not `self`) has the same name by {@link connectionNameKey}. */
+  private uniqueName(name: string, self: Connection | null): string {
+    const normal = checkConnectionName(name);
+    const key = connectionNameKey(normal);
+    for (const c of this.conns.values()) {
+      if (c !== self && connectionNameKey(c.input.name) === key) {
+        throw new InvalidArgumentError(
+          c.input.name === normal
+            ? `a connection named '${normal}' exists already`
+            : `'${normal}' looks like the existing connection '${c.input.name}' (case or look-alike characters): choose another name`,
+          { details: { option: 'name' } },
+        );
+      }
+    }
+    return normal;
   }
 
   private makeWritablePermission(): Permission {
@@ -910,13 +964,10 @@ class Service implements ConsoleService {
     const memoryInUse = [...this.conns.values()].filter(
       (c) => c !== replacing && /^pglite:\/\/memory\/?$/i.test(c.input.url),
     ).length;
-    const refusal = pgliteRefusal(
-      url,
-      this.shared.pgliteDataDir,
-      memoryInUse,
-      this.shared.maxMemoryConnections ?? 2,
-    );
-    if (refusal !== null) throw new ForbiddenError(refusal);
+    const refusal =
+      pgliteRefusal(url, this.shared.pgliteDataDir, memoryInUse, this.shared.maxMemoryConnections ?? 2) ??
+      addedUrlRefusal(url, parseBackendUrl(url).kind, this.allowedHosts);
+    if (refusal !== null) throw new ForbiddenError(refusal, { details: { option: 'url' } });
   }
 
   private notEditableReason(): string {
@@ -1166,6 +1217,16 @@ export function paramsError(
   return new InvalidArgumentError(`invalid params for ${method}: ${first}`, {
     details: { method, issues: issues.map((i) => ({ path: i.path.map(String), message: i.message })) },
   });
+}
+
+/** The `host:port` pairs a configured connection reaches (default ports where none is written). */
+function configuredTargets(url: string): string[] {
+  try {
+    const kind = parseBackendUrl(url).kind;
+    return kind === 'pglite' ? [] : urlTargets(url, kind === 'postgres' ? 5432 : 6379);
+  } catch {
+    return [];
+  }
 }
 
 /** Creates the service and starts opening its connections (profiles first, then `connections`). */

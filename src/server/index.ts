@@ -1,4 +1,7 @@
 /** The console's web mode (HTTP + WebSocket transport over the console service). */
+export type { AuthOptions, ProxyOptions, UserEntry } from './auth.ts';
+export type { LimitOptions } from './guards/limits.ts';
+export type { SessionOptions } from './guards/sessions.ts';
 export { resolveInside, startWebServer, type WebServer, type WebServerOptions } from './http.ts';
 export {
   escapeLabel,
@@ -8,3 +11,4 @@ export {
   parseMetricsBind,
   startMetricsServer,
 } from './metrics.ts';
+export { SECURITY_EVENTS, type SecurityEvent } from './security-log.ts';

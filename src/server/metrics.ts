@@ -13,6 +13,8 @@ import type { AddressInfo } from 'node:net';
 import { LEASE_STATUSES } from '../console/api.ts';
 import type { ConnectionMetrics, ConsoleService } from '../console/service.ts';
 import { InvalidArgumentError } from '../lease/errors.ts';
+import { LOOPBACK, metricsHostAccepted } from './guards/host.ts';
+import { SECURITY_EVENTS, type SecurityEvent } from './security-log.ts';
 
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
@@ -51,8 +53,11 @@ function render(families: Family[]): string {
   return `${out.join('\n')}\n`;
 }
 
-/** The exposition of these connections' figures. */
-export function formatMetrics(connections: readonly ConnectionMetrics[]): string {
+/** The exposition of these connections' figures, and of the security log's counters when given. */
+export function formatMetrics(
+  connections: readonly ConnectionMetrics[],
+  security?: Readonly<Record<SecurityEvent, number>>,
+): string {
   const base = (c: ConnectionMetrics) => ({ connection: c.name, connection_id: c.id });
   const synced = connections.filter((c) => c.byStatus !== null);
   const checked = connections.filter((c) => c.heartbeats !== null);
@@ -116,6 +121,16 @@ export function formatMetrics(connections: readonly ConnectionMetrics[]): string
       help: "The console's own calls to the backend per second, averaged over the last 10 s.",
       samples: connections.map((c) => ({ labels: base(c), value: c.callsPerSecond })),
     },
+    ...(security === undefined
+      ? []
+      : [
+          {
+            name: 'worklease_console_security_events_total',
+            type: 'counter' as const,
+            help: 'Events of the security log since start (sign-in, failures, sign-out, revocations, proxy refusals, forbidden calls, caps).',
+            samples: SECURITY_EVENTS.map((event) => ({ labels: { event }, value: security[event] })),
+          },
+        ]),
   ]);
 }
 
@@ -136,11 +151,26 @@ export async function startMetricsServer(options: {
   service: Pick<ConsoleService, 'metrics'>;
   host?: string;
   port: number;
+  /**
+   * DNS names a scraper may send as Host (besides IP literals, and `localhost` on loopback):
+   * a name that is not listed gets 421, so a page whose name was rebound to this address
+   * reads nothing.
+   */
+  hostNames?: readonly string[];
+  /** The security log's counters, shown with the connections' figures. */
+  security?: () => Readonly<Record<SecurityEvent, number>>;
 }): Promise<MetricsServer> {
   const host = options.host ?? '127.0.0.1';
+  let port = 0;
+  const names = options.hostNames ?? [];
   const server: Server = createServer((req, res) => {
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Cache-Control', 'no-store');
+    if (!metricsHostAccepted(req.headers.host, { port, loopback: LOOPBACK.test(host), names })) {
+      res.writeHead(421, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end('misdirected request: this Host is not served here\n');
+      return;
+    }
     const path = (req.url ?? '/').split('?')[0];
     if (path !== '/metrics') {
       res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' });
@@ -152,7 +182,7 @@ export async function startMetricsServer(options: {
       res.end('method not allowed\n');
       return;
     }
-    const body = formatMetrics(options.service.metrics(undefined));
+    const body = formatMetrics(options.service.metrics(undefined), options.security?.());
     res.writeHead(200, { 'Content-Type': METRICS_CONTENT_TYPE, 'Content-Length': Buffer.byteLength(body) });
     res.end(req.method === 'HEAD' ? undefined : body);
   });
@@ -165,7 +195,7 @@ export async function startMetricsServer(options: {
       resolve();
     });
   });
-  const port = (server.address() as AddressInfo).port;
+  port = (server.address() as AddressInfo).port;
   const shown = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   return {
     url: `http://${shown}:${port}/metrics`,

@@ -35,6 +35,23 @@ describe('CSV and JSON encoding', () => {
     expect(csvField('\tcmd')).toBe('\\u0009cmd');
   });
 
+  it('quotes and neutralises per OWASP for both delimiters: a spreadsheet splitting on , or ; starts no formula', () => {
+    // Split on `;` (European locales), the unquoted field became `x` and `=cmd|' /C calc'!A0`.
+    expect(csvField("x;=cmd|' /C calc'!A0")).toBe(`"x;=cmd|' /C calc'!A0"`);
+    expect(csvField('a;b')).toBe('"a;b"');
+    expect(csvField('x,=1+1')).toBe('"x,=1+1"');
+    for (const lead of ['=', '+', '-', '@']) {
+      expect(csvField(`${lead}SUM(A1);1`)).toBe(`"'${lead}SUM(A1);1"`);
+    }
+    // Every field that could be split by either delimiter is one field for a reader of either.
+    for (const value of ['a;=1', 'a,=1', 'a";=1', '=a;b,c']) {
+      const field = csvField(value);
+      expect(field.startsWith('"') && field.endsWith('"'), value).toBe(true);
+      const inner = field.slice(1, -1);
+      expect(inner.replaceAll('""', ''), value).not.toContain('"');
+    }
+  });
+
   it('assembles a CSV with a header and CRLF, and one JSON array that parses to the stored values', () => {
     expect(assembleExport('csv', ['a', 'b'], ['1,2', '3,4'])).toBe('a,b\r\n1,2\r\n3,4\r\n');
     expect(assembleExport('json', [], [])).toBe('[]\n');

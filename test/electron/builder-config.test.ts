@@ -20,17 +20,29 @@ interface BuilderConfig {
   linux?: { target?: string[]; icon?: string };
   mac?: { target?: string[]; icon?: string };
   win?: { target?: string[]; icon?: string };
+  electronFuses?: Record<string, boolean> | null;
 }
 interface ConfigModule {
   getConfig(projectDir: string, configPath: string | null, fromOptions: null): Promise<BuilderConfig>;
   validateConfiguration(config: BuilderConfig, debugLogger: { isEnabled: boolean }): Promise<void>;
 }
 
-function loadConfigModule(): ConfigModule {
+function builderRequire(module: string): unknown {
   const require = createRequire(import.meta.url);
   const builderDir = path.dirname(require.resolve('electron-builder/package.json'));
-  const lib = require.resolve('app-builder-lib/out/util/config/config.js', { paths: [builderDir] });
-  return require(lib) as ConfigModule;
+  return require(require.resolve(module, { paths: [builderDir] }));
+}
+
+function loadConfigModule(): ConfigModule {
+  return builderRequire('app-builder-lib/out/util/config/config.js') as ConfigModule;
+}
+
+/** The fuse wire electron-builder writes into the packaged binary, from its own code. */
+async function fuseWire(fuses: Record<string, boolean>): Promise<Record<string, unknown>> {
+  const { PlatformPackager } = builderRequire('app-builder-lib') as {
+    PlatformPackager: { prototype: { generateFuseConfig(f: unknown): Promise<Record<string, unknown>> } };
+  };
+  return PlatformPackager.prototype.generateFuseConfig.call({}, fuses);
 }
 
 let config: BuilderConfig;
@@ -77,6 +89,40 @@ describe('electron-builder configuration', () => {
     expect(
       statSync(path.join(ROOT, config.directories?.buildResources ?? '', 'icon.png')).size,
     ).toBeGreaterThan(0);
+  });
+
+  it('sets the Electron fuses: no Node mode, no NODE_OPTIONS, no inspector, app code only from a checked asar', async () => {
+    // Without them any process of the same user could run the signed app as Node
+    // (ELECTRON_RUN_AS_NODE), inject code (NODE_OPTIONS=--require) or attach a debugger
+    // (--inspect, SIGUSR1), and act with the app's keychain identity.
+    expect(config.electronFuses).toEqual({
+      runAsNode: false,
+      enableNodeOptionsEnvironmentVariable: false,
+      enableNodeCliInspectArguments: false,
+      enableEmbeddedAsarIntegrityValidation: true,
+      onlyLoadAppFromAsar: true,
+      enableCookieEncryption: true,
+      grantFileProtocolExtraPrivileges: false,
+    });
+    const { FuseV1Options, FuseVersion } = (await import('@electron/fuses' as string)) as {
+      FuseV1Options: Record<string, number>;
+      FuseVersion: Record<string, string>;
+    };
+    const wire = await fuseWire(config.electronFuses ?? {});
+    expect(wire.version).toBe(FuseVersion.V1);
+    expect(wire[FuseV1Options.RunAsNode!]).toBe(false);
+    expect(wire[FuseV1Options.EnableNodeOptionsEnvironmentVariable!]).toBe(false);
+    expect(wire[FuseV1Options.EnableNodeCliInspectArguments!]).toBe(false);
+    expect(wire[FuseV1Options.EnableEmbeddedAsarIntegrityValidation!]).toBe(true);
+    expect(wire[FuseV1Options.OnlyLoadAppFromAsar!]).toBe(true);
+    expect(wire[FuseV1Options.GrantFileProtocolExtraPrivileges!]).toBe(false);
+    // The schema check above is real: a misspelt fuse is refused, not ignored.
+    await expect(
+      loadConfigModule().validateConfiguration(
+        { ...config, electronFuses: { runAsNod: false } },
+        { isEnabled: false },
+      ),
+    ).rejects.toThrow(/configuration\.electronFuses should be/);
   });
 
   it('packages only built output, starting from the bundled main', () => {

@@ -91,6 +91,10 @@ describe('web server', () => {
       '<!doctype html><title>console</title><script type="module" src="./assets/app.js"></script>',
     );
     writeFileSync(join(staticDir, 'assets', 'app.js'), 'console.log(1)');
+    writeFileSync(
+      join(staticDir, 'assets', 'app.js.map'),
+      '{"version":3,"sources":["../../src/secret-plan.ts"]}',
+    );
     writeFileSync(outside, 'TOP SECRET');
     symlinkSync(outside, join(staticDir, 'assets', 'link.txt'));
     server = await startWebServer({ service, port: 0, token: TOKEN, staticDir });
@@ -284,6 +288,77 @@ describe('web server', () => {
     }
     const route = await raw(server.port, 'GET', '/leases/some-id');
     expect(route.status).toBe(200);
+  });
+
+  it('serves no source map, and sends Permissions-Policy, COOP and CORP on every response (no HSTS over HTTP)', async () => {
+    const map = await raw(server.port, 'GET', '/assets/app.js.map');
+    expect(map.status).toBe(404);
+    expect(map.body).not.toContain('sources');
+    for (const [method, path, headers] of [
+      ['GET', '/', {}],
+      ['GET', '/assets/app.js', {}],
+      ['POST', '/api/call', { 'content-type': 'application/json' }],
+      ['GET', '/nope.txt', {}],
+    ] as Array<[string, string, Record<string, string>]>) {
+      const res = await raw(server.port, method, path, headers, method === 'POST' ? '{}' : undefined);
+      expect(res.headers['permissions-policy'], path).toMatch(
+        /camera=\(\), .*geolocation=\(\), .*microphone=\(\)/,
+      );
+      expect(res.headers['cross-origin-opener-policy'], path).toBe('same-origin');
+      expect(res.headers['cross-origin-resource-policy'], path).toBe('same-origin');
+      expect(res.headers['strict-transport-security'], path).toBeUndefined();
+    }
+  });
+
+  it('behind an https public URL: HSTS, and the session cookie is __Host- and Secure', async () => {
+    const token = randomBytes(32).toString('base64url');
+    const tlsFront = await startWebServer({
+      service,
+      port: 0,
+      token,
+      staticDir,
+      publicUrl: 'https://console.example.com',
+    });
+    try {
+      const headers = { host: 'console.example.com', origin: 'https://console.example.com' };
+      const page = await raw(tlsFront.port, 'GET', '/', { host: 'console.example.com' });
+      expect(page.headers['strict-transport-security']).toBe('max-age=31536000');
+      const signIn = await raw(tlsFront.port, 'POST', '/api/session', {
+        ...headers,
+        authorization: `Bearer ${token}`,
+      });
+      expect(signIn.status).toBe(200);
+      const cookie = String(signIn.headers['set-cookie']);
+      expect(cookie).toMatch(
+        /^__Host-wl_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/,
+      );
+      const secret = (JSON.parse(signIn.body) as { result: { secret: string } }).result.secret;
+      const call = await raw(
+        tlsFront.port,
+        'POST',
+        '/api/call',
+        {
+          ...headers,
+          'content-type': 'application/json',
+          cookie: cookie.split(';')[0]!,
+          'x-worklease-session': secret,
+        },
+        JSON.stringify({ method: 'console.info', params: {} }),
+      );
+      expect(call.status).toBe(200);
+      // The unprefixed name is not read: a cookie set over plain HTTP by another origin cannot pose as it.
+      const plain = cookie.split(';')[0]!.replace('__Host-wl_session', 'wl_session');
+      const tossed = await raw(
+        tlsFront.port,
+        'POST',
+        '/api/call',
+        { ...headers, 'content-type': 'application/json', cookie: plain, 'x-worklease-session': secret },
+        JSON.stringify({ method: 'console.info', params: {} }),
+      );
+      expect(tossed.status).toBe(401);
+    } finally {
+      await tlsFront.close();
+    }
   });
 
   it('answers the page routes with the page (absolute asset URLs, same CSP), and only those', async () => {

@@ -209,6 +209,29 @@ describe('/metrics on a listener of its own', () => {
     expect((await get(side.port, '/metrics', {}, 'POST')).status).toBe(405);
   });
 
+  it('answers only Host names that cannot be a rebound DNS name (421 otherwise)', async () => {
+    // A page on evil.example whose name was rebound to 127.0.0.1 sends its own name as Host: it
+    // must not read the names and counts of every connection.
+    for (const host of [`evil.example:${side.port}`, 'evil.example', `localhost.evil.example:${side.port}`]) {
+      const out = await get(side.port, '/metrics', { host });
+      expect(out.status, host).toBe(421);
+      expect(out.body, host).not.toContain('worklease_console');
+    }
+    for (const host of [`127.0.0.1:${side.port}`, `localhost:${side.port}`, `[::1]:${side.port}`]) {
+      expect((await get(side.port, '/metrics', { host })).status, host).toBe(200);
+    }
+    // A name the operator gave is accepted, the others still are not.
+    const named = await startMetricsServer({ service, port: 0, hostNames: ['metrics.internal'] });
+    try {
+      expect((await get(named.port, '/metrics', { host: `metrics.internal:${named.port}` })).status).toBe(
+        200,
+      );
+      expect((await get(named.port, '/metrics', { host: `other.internal:${named.port}` })).status).toBe(421);
+    } finally {
+      await named.close();
+    }
+  });
+
   it('parses --metrics-bind: loopback unless a host is named', () => {
     expect(parseMetricsBind('9464')).toEqual({ host: '127.0.0.1', port: 9464 });
     expect(parseMetricsBind('0.0.0.0:9464')).toEqual({ host: '0.0.0.0', port: 9464 });

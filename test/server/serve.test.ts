@@ -97,9 +97,10 @@ async function rawFetch(
 function upgrade(
   port: number,
   headers: Record<string, string>,
+  protocols: string[] = [],
 ): Promise<{ status: number; ws: WebSocket | null; messages: unknown[] }> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/api/events`, { headers });
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/api/events`, protocols, { headers });
     // Collected from the start: the first event can arrive with the 101 response.
     const messages: unknown[] = [];
     ws.on('message', (d) => messages.push(JSON.parse(String(d))));
@@ -215,7 +216,7 @@ describe('serve --read-only', () => {
     ok.ws?.close();
   });
 
-  it('exchanges the token for an HttpOnly SameSite=Strict cookie that works only from our origin', async () => {
+  it('exchanges the token for a cookie and a secret: neither alone is a session, from any origin', async () => {
     const origin = `http://127.0.0.1:${port}`;
     const none = await rawFetch(port, '/api/session', 'POST', '', { origin });
     expect(none.status).toBe(401);
@@ -231,17 +232,33 @@ describe('serve --read-only', () => {
     expect(setCookie).toMatch(
       /^wl_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+$/,
     );
+    const secret = (ex.body.result as { secret: string }).secret;
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const cookie = setCookie.split(';')[0]!;
-    expect((await call(port, 'console.session', {}, { cookie, origin })).status).toBe(200);
-    // A cookie is a browser credential: without our Origin it is not one.
-    expect((await call(port, 'console.session', {}, { cookie })).status).toBe(401);
-    const ws = await upgrade(port, { cookie, origin });
+    const withSecret = { cookie, origin, 'x-worklease-session': secret };
+    expect((await call(port, 'console.session', {}, withSecret)).status).toBe(200);
+    // The cookie alone is what another local server receives (cookies are not isolated by
+    // port) and replays with a forged Origin: not a session.
+    const replay = await call(port, 'console.session', {}, { cookie, origin });
+    expect(replay.status).toBe(401);
+    expect(replay.body.error?.name).toBe('UnauthenticatedError');
+    // The secret alone is not one either, nor the pair without our Origin (no browser sends that).
+    expect((await call(port, 'console.session', {}, { origin, 'x-worklease-session': secret })).status).toBe(
+      401,
+    );
+    expect((await call(port, 'console.session', {}, { cookie, 'x-worklease-session': secret })).status).toBe(
+      401,
+    );
+    // The WebSocket upgrade carries the secret as a subprotocol (a page cannot set headers there).
+    expect((await upgrade(port, { cookie, origin })).status).toBe(401);
+    const ws = await upgrade(port, { cookie, origin }, ['worklease', `worklease.session.${secret}`]);
     expect(ws.status).toBe(101);
+    expect(ws.ws?.protocol).toBe('worklease');
     const closed = new Promise<number>((resolve) => ws.ws!.once('close', (code) => resolve(code)));
-    const out = await rawFetch(port, '/api/session', 'DELETE', undefined, { cookie, origin });
+    const out = await rawFetch(port, '/api/session', 'DELETE', undefined, withSecret);
     expect(out.status).toBe(200);
     expect(await closed).toBe(4001);
-    const after = await call(port, 'console.session', {}, { cookie, origin });
+    const after = await call(port, 'console.session', {}, withSecret);
     expect(after.status).toBe(401);
     expect(after.body.error?.name).toBe('UnauthenticatedError');
   });
@@ -252,6 +269,11 @@ describe('serve with users, roles, a trusted proxy and connection edits', () => 
   let port: number;
   const tokens = { vera: newToken(), olivia: newToken(), adam: newToken() };
   const as = (user: keyof typeof tokens) => ({ authorization: `Bearer ${tokens[user]}` });
+  const proxySecret = newToken();
+  const proxied = (email: string) => ({
+    'x-forwarded-email': email,
+    'x-worklease-proxy-secret': proxySecret,
+  });
   let main: string;
   let ro: string;
   let dataDir: string;
@@ -276,15 +298,10 @@ describe('serve with users, roles, a trusted proxy and connection edits', () => 
         proxy: { trusted: ['127.0.0.1'] },
       }),
     );
-    ({ proc, port } = await serve([
-      '--config',
-      config,
-      '--allow-connection-edits',
-      '--pglite-dir',
-      dataDir,
-      '--max-clients',
-      '3',
-    ]));
+    ({ proc, port } = await serve(
+      ['--config', config, '--allow-connection-edits', '--pglite-dir', dataDir, '--max-clients', '3'],
+      { WORKLEASE_PROXY_SECRET: proxySecret },
+    ));
     const list = (await call(port, 'connections.list', {}, as('adam'))).body.result as Array<{
       id: string;
       name: string;
@@ -299,7 +316,10 @@ describe('serve with users, roles, a trusted proxy and connection edits', () => 
 
   it('generates no shared token when users are configured', () => {
     expect(proc.stdout()).not.toMatch(/token=/);
-    expect(proc.stdout()).toMatch(/sign-in: per-user tokens; the proxy header from 127\.0\.0\.1/);
+    expect(proc.stdout()).toMatch(
+      /sign-in: per-user tokens; the proxy's x-forwarded-email header with its secret, from 127\.0\.0\.1/,
+    );
+    expect(proc.stdout() + proc.stderr()).not.toContain(proxySecret);
   });
 
   it('tells each person who they are and what they may do, with the reason', async () => {
@@ -346,19 +366,20 @@ describe('serve with users, roles, a trusted proxy and connection edits', () => 
       as('olivia'),
     );
     expect(upd.status).toBe(403);
-    expect(upd.body.error?.message).toMatch(/needs admin/);
+    expect(upd.body.error?.message).toMatch(/admin role on every connection/);
   });
 
   it('a trusted proxy header names the user; an unknown proxy user gets 403, no credentials 401', async () => {
-    const pat = await call(port, 'console.session', {}, { 'x-forwarded-email': 'pat@example.com' });
+    const pat = await call(port, 'console.session', {}, proxied('pat@example.com'));
     expect(pat.status).toBe(200);
     expect(pat.body.result).toMatchObject({ user: 'pat@example.com', via: 'proxy' });
     // pat has no role on 'ro': it is not even listed.
-    const list = (await call(port, 'connections.list', {}, { 'x-forwarded-email': 'pat@example.com' })).body
-      .result as Array<{ id: string }>;
+    const list = (await call(port, 'connections.list', {}, proxied('pat@example.com'))).body.result as Array<{
+      id: string;
+    }>;
     expect(list.map((c) => c.id)).toEqual([main]);
     // The event stream is filtered the same way: pat's first event lists 'main' only.
-    const ws = await upgrade(port, { 'x-forwarded-email': 'pat@example.com' });
+    const ws = await upgrade(port, proxied('pat@example.com'));
     expect(ws.status).toBe(101);
     const deadline = Date.now() + 5000;
     while (ws.messages.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -373,8 +394,12 @@ describe('serve with users, roles, a trusted proxy and connection edits', () => 
     expect(events[0]?.connections?.map((c) => c.id)).toEqual([main]);
     // No event of a connection pat cannot see.
     for (const e of events) if (e.connection !== undefined) expect(e.connection.id).toBe(main);
-    const nobody = await call(port, 'console.session', {}, { 'x-forwarded-user': 'mallory' });
+    const nobody = await call(port, 'console.session', {}, proxied('mallory'));
     expect(nobody.status).toBe(403);
+    // Without the secret the header names nobody, even from the proxy's address.
+    expect((await call(port, 'console.session', {}, { 'x-forwarded-email': 'pat@example.com' })).status).toBe(
+      401,
+    );
     const anon = await call(port, 'console.session', {}, {});
     expect(anon.status).toBe(401);
     expect(anon.body.error?.name).toBe('UnauthenticatedError');
@@ -449,9 +474,14 @@ describe('serve with users, roles, a trusted proxy and connection edits', () => 
 describe('serve refuses an unsafe start with a clear error (exit 2)', () => {
   it.each([
     [['--token', '0000000000000000'], {}, /too weak/],
+    [['--token', '0123456789abcdef'.repeat(2)], {}, /too weak/],
+    [[], { WORKLEASE_TOKEN: 'passwordpasswordpassword1234567890' }, /too weak/],
     [['--token', 'a'.repeat(64)], {}, /too weak/],
     [[], { WORKLEASE_TOKEN: 'correct horse battery staple 1234567890' }, /malformed/],
     [['--read-only', '--allow-connection-edits'], {}, /exclude each other/],
+    [['--connection-hosts', '127.0.0.1:5432'], {}, /give --allow-connection-edits too/],
+    [['--allow-connection-edits', '--connection-hosts', 'db.internal'], {}, /host:port entries/],
+    [['--allow-connection-edits', '--connection-hosts', 'db.internal:99999'], {}, /port 1\.\.65535/],
     [['--host', '0.0.0.0'], {}, /plain HTTP/],
     [['--host', '0.0.0.0', '--insecure-http'], {}, /--public-url/],
   ] as Array<[string[], NodeJS.ProcessEnv, RegExp]>)('serve %j', async (args, env, message) => {
@@ -459,6 +489,90 @@ describe('serve refuses an unsafe start with a clear error (exit 2)', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(message);
     expect(r.stdout).not.toMatch(/open:/);
+  });
+});
+
+describe('serve refuses a trusted proxy without its secret (exit 2)', () => {
+  it('on loopback too, and a weak one', async () => {
+    const config = join(dir, 'proxy-only.json');
+    writeFileSync(
+      config,
+      JSON.stringify({ proxy: { trusted: ['127.0.0.1'], defaultRoles: { '*': 'viewer' } } }),
+    );
+    const base = ['serve', '--config', config, '--connect', CONSOLE_URL, '--port', '0'];
+    const none = await run(base, { WORKLEASE_PROXY_SECRET: '' });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/trusts a proxy at 127\.0\.0\.1 but no proxy secret is given/);
+    const weak = await run(base, { WORKLEASE_PROXY_SECRET: 'secretsecretsecretsecret12345678' });
+    expect(weak.code).toBe(2);
+    expect(weak.stderr).toMatch(/too weak/);
+    expect(weak.stdout).not.toMatch(/open:/);
+    const secretFile = join(dir, 'proxy-secret');
+    writeFileSync(secretFile, `${newToken()}\n`);
+    const stray = await run([
+      'serve',
+      '--connect',
+      CONSOLE_URL,
+      '--port',
+      '0',
+      '--proxy-secret-file',
+      secretFile,
+    ]);
+    expect(stray.code).toBe(2);
+    expect(stray.stderr).toMatch(/--proxy-secret-file is given but the config file names no proxy/);
+  });
+});
+
+describe('serve reloads its users on SIGHUP', () => {
+  it("a removed token's sessions end without a restart; a bad file keeps the running configuration", async () => {
+    const keep = newToken();
+    const drop = newToken();
+    const config = join(dir, 'reload.json');
+    const write = (users: Array<[string, string]>) =>
+      writeFileSync(
+        config,
+        JSON.stringify({
+          connections: [{ name: 'main', url: CONSOLE_URL }],
+          users: users.map(([name, token]) => ({ name, tokenSha256: sha(token), roles: { '*': 'viewer' } })),
+        }),
+      );
+    write([
+      ['kim', keep],
+      ['dan', drop],
+    ]);
+    const { proc, port } = await serve(['--config', config]);
+    try {
+      const origin = `http://127.0.0.1:${port}`;
+      const signIn = async (token: string) => {
+        const r = await rawFetch(port, '/api/session', 'POST', '', {
+          authorization: `Bearer ${token}`,
+          origin,
+        });
+        return {
+          cookie: (r.headers.get('set-cookie') ?? '').split(';')[0]!,
+          origin,
+          'x-worklease-session': (r.body.result as { secret: string }).secret,
+        };
+      };
+      const kim = await signIn(keep);
+      const dan = await signIn(drop);
+      expect((await call(port, 'console.session', {}, dan)).status).toBe(200);
+      write([['kim', keep]]);
+      proc.child.kill('SIGHUP');
+      await proc.waitFor(/"event":"config-reloaded"/, 'stderr');
+      expect((await call(port, 'console.session', {}, dan)).status).toBe(401);
+      expect((await call(port, 'console.session', {}, { authorization: `Bearer ${drop}` })).status).toBe(401);
+      expect((await call(port, 'console.session', {}, kim)).status).toBe(200);
+      writeFileSync(config, '{ not json');
+      proc.child.kill('SIGHUP');
+      await proc.waitFor(/SIGHUP: the configuration was not reloaded/, 'stderr');
+      expect((await call(port, 'console.session', {}, kim)).status).toBe(200);
+      expect(proc.child.exitCode).toBeNull();
+      expect(proc.stderr()).toMatch(/"event":"session-revoked","user":"dan"/);
+      expect(proc.stderr()).not.toContain(drop);
+    } finally {
+      await proc.stop();
+    }
   });
 });
 
@@ -512,7 +626,9 @@ describe('serve --tls-cert/--tls-key', () => {
         req.end();
       });
       expect(reply.status).toBe(200);
-      expect(reply.cookie).toMatch(/HttpOnly; SameSite=Strict; Max-Age=\d+; Secure/);
+      expect(reply.cookie).toMatch(
+        /^__Host-wl_session=[\w-]{43}; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/,
+      );
       // Plain HTTP on the TLS port gets no answer from the API.
       await expect(rawFetch(port, '/api/call', 'POST', '{}', {})).rejects.toThrow();
     } finally {

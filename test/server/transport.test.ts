@@ -10,26 +10,15 @@ import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { Caller } from '../../src/console/access.ts';
-import type { ConnectionInfo, ConsoleEvent, LeaseRow } from '../../src/console/api.ts';
+import type { ConsoleEvent, LeaseRow } from '../../src/console/api.ts';
 import { CLOSE_RESYNC } from '../../src/console/api.ts';
 import { checkTokenStrength } from '../../src/server/auth.ts';
 import { parseServeConfig } from '../../src/server/config.ts';
 import { startWebServer, type WebServer, type WebServerOptions } from '../../src/server/index.ts';
 import { leaseRow } from '../console/helpers.ts';
+import { LIVE_CONNECTION } from '../support/connection-info.ts';
 
-const conn: ConnectionInfo = {
-  id: 'c1',
-  name: 'main',
-  url: 'pglite://memory',
-  kind: 'pglite',
-  readOnly: false,
-  environment: '',
-  thresholds: { expiringFraction: 0.25, stuckAfterMs: 60_000 },
-  state: 'live',
-  syncedAt: 0,
-  clockOffsetMs: 0,
-  error: null,
-};
+const conn = LIVE_CONNECTION;
 
 const row = (i: number): LeaseRow =>
   leaseRow(0, {
@@ -114,7 +103,9 @@ describe('slow WebSocket clients', () => {
 });
 
 describe('identity and names', () => {
-  it('refuses a proxy header from an address that is not a trusted proxy (401), believes it from one', async () => {
+  const PROXY_SECRET = randomBytes(32).toString('hex');
+
+  it('the proxy header contract: one header, believed only from a trusted address with the secret', async () => {
     const service = scriptedService();
     const body = JSON.stringify({ method: 'console.info', params: {} });
     const post = (port: number, headers: Record<string, string>) =>
@@ -123,16 +114,17 @@ describe('identity and names', () => {
         headers: { 'content-type': 'application/json', ...headers },
         body,
       });
+    const lines: string[] = [];
+    const proxy = { trusted: ['10.9.9.9'], defaultRoles: { '*': 'viewer' as const }, secret: PROXY_SECRET };
     server = await startWebServer({
       service,
       port: 0,
-      auth: {
-        sharedToken: null,
-        sharedRoles: {},
-        proxy: { trusted: ['10.9.9.9'], defaultRoles: { '*': 'viewer' } },
-      },
+      auth: { sharedToken: null, sharedRoles: {}, proxy },
+      securityLog: (line) => lines.push(line),
     });
-    const untrusted = await post(server.port, { 'x-forwarded-user': 'alice' });
+    const secret = { 'x-worklease-proxy-secret': PROXY_SECRET };
+    // From an address that is no proxy's: refused, with the secret or without.
+    const untrusted = await post(server.port, { 'x-forwarded-email': 'alice', ...secret });
     expect(untrusted.status).toBe(401);
     expect(((await untrusted.json()) as { error: { message: string } }).error.message).toMatch(
       /trusted proxy/,
@@ -144,16 +136,60 @@ describe('identity and names', () => {
       auth: {
         sharedToken: null,
         sharedRoles: {},
-        proxy: { trusted: ['127.0.0.1'], defaultRoles: { '*': 'viewer' } },
+        users: [
+          { name: 'deploy-bot', tokenSha256: createHash('sha256').update('x').digest('hex'), roles: {} },
+        ],
+        proxy: { ...proxy, trusted: ['127.0.0.1'] },
       },
+      securityLog: (line) => lines.push(line),
     });
-    expect((await post(server.port, { 'x-forwarded-user': 'alice' })).status).toBe(200);
+    const port = server.port;
+    // An address alone proves nothing: every local process connects from 127.0.0.1.
+    expect((await post(port, { 'x-forwarded-email': 'alice' })).status).toBe(401);
+    expect(
+      (await post(port, { 'x-forwarded-email': 'alice', 'x-worklease-proxy-secret': 'guess' })).status,
+    ).toBe(401);
+    expect((await post(port, { 'x-forwarded-email': 'alice', ...secret })).status).toBe(200);
     expect(service.seen.at(-1)).toEqual({ user: 'alice', via: 'proxy', roles: { '*': 'viewer' } });
+    // One header: an empty X-Forwarded-Email is refused, never read as "ask X-Forwarded-User".
+    const seen = service.seen.length;
+    const empty = await post(port, { 'x-forwarded-email': '', 'x-forwarded-user': 'admin', ...secret });
+    expect(empty.status).toBe(401);
+    expect((await post(port, { 'x-forwarded-user': 'admin', ...secret })).status).toBe(401);
+    expect(service.seen.length).toBe(seen);
+    // Proxy users and token users are apart: the proxy cannot name a token user.
+    const bot = await post(port, { 'x-forwarded-email': 'deploy-bot', ...secret });
+    expect(bot.status).toBe(403);
+    expect(((await bot.json()) as { error: { message: string } }).error.message).toMatch(/token user/);
     // Header bytes are UTF-8: a name outside ASCII is kept, one with a bidi override is refused.
     const utf8 = (t: string) => Buffer.from(t, 'utf8').toString('latin1');
-    expect((await post(server.port, { 'x-forwarded-user': utf8('José') })).status).toBe(200);
+    expect((await post(port, { 'x-forwarded-email': utf8('José'), ...secret })).status).toBe(200);
     expect(service.seen.at(-1)?.user).toBe('José');
-    expect((await post(server.port, { 'x-forwarded-user': utf8('eve\u202Eadmin') })).status).toBe(401);
+    expect((await post(port, { 'x-forwarded-email': utf8('eve\u202Eadmin'), ...secret })).status).toBe(401);
+    // The refusals are in the security log, and no line carries the secret.
+    const events = lines.map((l) => JSON.parse(l) as { event: string; reason?: string });
+    expect(events.filter((e) => e.event === 'proxy-refused').map((e) => e.reason)).toEqual(
+      expect.arrayContaining(['untrusted-address', 'no-secret', 'wrong-secret', 'token-user-name']),
+    );
+    expect(lines.join('')).not.toContain(PROXY_SECRET);
+  });
+
+  it('refuses a proxy without a secret, or with a weak one, or with a secret in the identity header', async () => {
+    const service = scriptedService();
+    const start = (proxy: Record<string, unknown>) =>
+      startWebServer({
+        service,
+        port: 0,
+        auth: { sharedToken: null, sharedRoles: {}, proxy: { trusted: ['127.0.0.1'], ...proxy } as never },
+      });
+    await expect(start({})).rejects.toThrow(/shared secret/);
+    await expect(start({ secret: '' })).rejects.toThrow(/shared secret/);
+    await expect(start({ secret: 'hunter2hunter2hunter2hunter2' })).rejects.toThrow(
+      /proxy secret is too weak/,
+    );
+    await expect(start({ secret: PROXY_SECRET, header: 'x-worklease-proxy-secret' })).rejects.toThrow(
+      /different headers/,
+    );
   });
 
   it('accepts the public URL as Host and Origin', async () => {
@@ -195,13 +231,13 @@ describe('identity and names', () => {
     expect(await status('other.example.com', 'https://console.example.com')).toBe(421);
   });
 
-  it('token strength: 128 bits by the character classes used, 10 distinct characters, printable ASCII', () => {
-    // 10 000 random 16-byte tokens in each shape the docs and error name
+  it('token strength: 128 bits by alphabet, and by the pattern estimate (runs, repeats, words do not count)', () => {
+    // 4 000 random 16-byte tokens in each shape the docs and error name
     // (`openssl rand -hex 16`, `-base64 16`, base64url): none refused. The
     // bytes come from a hash of a counter, so the test cannot flake; counting
     // character classes alone refused 1 base64url token in 96 of them.
     const refused: string[] = [];
-    for (let i = 0; i < 10_000; i++) {
+    for (let i = 0; i < 4_000; i++) {
       const bytes = createHash('sha256').update(`token ${i}`).digest().subarray(0, 16);
       for (const token of [bytes.toString('hex'), bytes.toString('base64'), bytes.toString('base64url')]) {
         try {
@@ -212,27 +248,29 @@ describe('identity and names', () => {
       }
     }
     expect(refused).toEqual([]);
-    // The shapes that random chance rarely draws, each still 128 bits.
-    for (const edge of [
-      'abcdefghijABCDEFGHIJkl', // base64url with no digit, `-` or `_`
-      'abcdefabcdefabcdefabcdef01234567', // hex, 16 distinct
-      '12345678123456781234567812345678', // hex of digits only, 8 distinct
-      'ABCDEFGHIJabcdefghijkl==', // base64 with its padding
-    ]) {
-      expect(() => checkTokenStrength(edge), edge).not.toThrow();
-    }
     for (const weak of [
+      // Long enough and of a wide enough alphabet, and made by hand: refused by the estimate.
+      '0123456789abcdef'.repeat(2),
+      'passwordpasswordpassword1234567890',
+      'passwordpassword1234567890',
+      'abcdefabcdefabcdefabcdef01234567',
+      '12345678123456781234567812345678',
+      'abcdefghijABCDEFGHIJklmnopqrstuvwxyz',
+      'qwertyuiopasdfghjklzxcvbnm1234567890QWERTY',
+      'correcthorsebatterystaple1234567890',
+      // Too short for 128 bits, whatever they hold.
       '0000000000000000',
       'a'.repeat(100),
       'ab'.repeat(40),
       randomBytes(8).toString('hex'),
-      'abcdefghijABCDEFGHIJk', // 21 base64 characters: 126 bits
-      'ABCDEFGHIJabcdefghij==', // the padding carries nothing
-      '1234567123456712345671234567123456', // hex, 7 distinct
+      'Kq7vN2xR8pLm4sT9wYb3H', // 21 base64 characters: 126 bits
+      'Kq7vN2xR8pLm4sT9wYb3==', // the padding carries nothing
       'Short!Pass1word#2', // no standard alphabet: 17 characters of 94 carry 111 bits
     ]) {
       expect(() => checkTokenStrength(weak), weak).toThrow(/too weak/);
     }
+    // Random data with a word or a run in it keeps the bits of the rest.
+    expect(() => checkTokenStrength(`password${randomBytes(24).toString('hex')}`)).not.toThrow();
     for (const bad of [
       '',
       'has spaces in it 0123456789abcdefghij',
@@ -258,6 +296,32 @@ describe('identity and names', () => {
         /listed twice/,
       ],
       [{ proxy: { trusted: [] } }, /proxy\.trusted/],
+      // One identity header: a list (the old fall-through from one to the next) is refused.
+      [
+        { proxy: { trusted: ['127.0.0.1'], headers: ['x-forwarded-email', 'x-forwarded-user'] } },
+        /not valid/,
+      ],
+      [{ connections: [{ name: 'pro\u200Bd', url: 'pglite://memory' }] }, /invisible/],
+      [{ connections: [{ name: 'prod\u202E', url: 'pglite://memory' }] }, /invisible/],
+      [
+        {
+          connections: [
+            { name: 'prod', url: 'a' },
+            { name: '\uFF50\uFF52\uFF4F\uFF44', url: 'b' },
+          ],
+        },
+        /listed twice/,
+      ],
+      [
+        {
+          connections: [
+            { name: 'prod', url: 'a' },
+            { name: 'PROD', url: 'b' },
+          ],
+        },
+        /look alike/,
+      ],
+      [{ users: [{ name: 'a', roles: { 'pro\u200Bd': 'admin' } }] }, /invisible/],
       [{ extra: true }, /not valid/],
     ];
     for (const [json, message] of bad) {

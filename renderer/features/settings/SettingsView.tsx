@@ -12,6 +12,7 @@ import type { ConnectionInfo } from '../../../src/console/api.ts';
 import { keys } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { useConnections, useInfo, usePermissions } from '../../app/hooks.ts';
+import { SessionSection } from '../../app/SignIn.tsx';
 import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
 import {
   DEFAULT_ESCALATE_AFTER_MS,
@@ -70,6 +71,7 @@ export function SettingsView() {
             <dd>{info === undefined ? '…' : info.readOnly ? 'read-only' : 'read-write'}</dd>
           </dl>
         </section>
+        <SessionSection />
         <section aria-labelledby={`${themeName}-theme`}>
           <h3 id={`${themeName}-theme`}>Theme</h3>
           <fieldset className="theme-choice">

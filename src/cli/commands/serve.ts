@@ -7,18 +7,26 @@
  * (`--token-file`, `WORKLEASE_TOKEN`, `--token`) or the config file names
  * users or a proxy; a generated token is printed only inside the URL to open,
  * on stdout, for the operator who started the command — a given one is never
- * printed.
+ * printed. SIGHUP re-reads the config file's users and proxy (and the proxy
+ * secret file): a removed token's sessions end without a restart.
  */
 import { readFileSync, realpathSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { createServer, isIP } from 'node:net';
 import { parseBackendUrl, redactUrl } from '../../backends/url.ts';
-import type { Role } from '../../console/access.ts';
+import { parseConnectionHosts, type Role } from '../../console/access.ts';
 import { type ConnectionInput, createConsoleService } from '../../console/service.ts';
 import { startDemoConsole } from '../../demo/console.ts';
 import { openBackend } from '../../index.ts';
 import { InvalidArgumentError, WorkleaseError } from '../../lease/errors.ts';
+import { splitUrlText } from '../../lease/redact.ts';
 import type { OpenOptions } from '../../lease/types.ts';
-import { type AuthOptions, checkTokenStrength, generateToken } from '../../server/auth.ts';
+import {
+  type AuthOptions,
+  checkTokenStrength,
+  DEFAULT_PROXY_HEADER,
+  DEFAULT_PROXY_SECRET_HEADER,
+  generateToken,
+} from '../../server/auth.ts';
 import { loadServeConfig, type ServeConfig } from '../../server/config.ts';
 import {
   type MetricsServer,
@@ -49,6 +57,18 @@ export interface ServeOptions {
   metrics?: boolean;
   /** Serve /metrics without sign-in on a listener of its own: PORT or HOST:PORT (host default 127.0.0.1). */
   metricsBind?: string;
+  /** File holding the trusted proxy's shared secret (else WORKLEASE_PROXY_SECRET). */
+  proxySecretFile?: string;
+  /** host:port pairs connections added through the API may reach, besides the configured ones. */
+  connectionHosts?: string[];
+  /** A session without requests or open streams for this long ends, ms. */
+  sessionIdle?: number;
+  /** A session ends this long after sign-in, ms. */
+  sessionLifetime?: number;
+  /** Most event streams of one person. */
+  maxClientsPerUser?: number;
+  /** Most event streams from one source address. */
+  maxClientsPerAddress?: number;
 }
 
 export interface DemoOptions {
@@ -104,6 +124,58 @@ function resolveToken(
   return generate ? { token: generateToken(), generated: true } : { token: null, generated: false };
 }
 
+/**
+ * The trusted proxy's secret: from `--proxy-secret-file` or `WORKLEASE_PROXY_SECRET`, checked
+ * like a token. A configured proxy without one is refused: on loopback every local process can
+ * connect from the proxy's address, so the address proves nothing.
+ */
+function resolveProxySecret(config: ServeConfig, file: string | undefined): string | null {
+  let secret: string | undefined;
+  let what = 'WORKLEASE_PROXY_SECRET';
+  if (file !== undefined) {
+    try {
+      secret = readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (err) {
+      throw new InvalidArgumentError(`cannot read --proxy-secret-file ${file}: ${(err as Error).message}`);
+    }
+    what = `the proxy secret in ${file}`;
+  } else if (process.env.WORKLEASE_PROXY_SECRET) {
+    secret = process.env.WORKLEASE_PROXY_SECRET;
+  }
+  if (config.proxy === null) {
+    // A file named on purpose is a mistake worth saying; a variable left in the environment is not.
+    if (file !== undefined) {
+      throw new InvalidArgumentError(
+        '--proxy-secret-file is given but the config file names no proxy (proxy.trusted)',
+      );
+    }
+    return null;
+  }
+  if (secret === undefined) {
+    throw new InvalidArgumentError(
+      `the config file trusts a proxy at ${config.proxy.trusted.join(', ')} but no proxy secret is given: ` +
+        'set WORKLEASE_PROXY_SECRET or --proxy-secret-file (e.g. `openssl rand -hex 32`) and have the proxy send it in ' +
+        `${config.proxy.secretHeader ?? DEFAULT_PROXY_SECRET_HEADER} on every request`,
+    );
+  }
+  return checkTokenStrength(secret, what);
+}
+
+/** The sign-in configuration of the server, from the config file and the secrets. */
+function authOf(
+  config: ServeConfig,
+  token: string | null,
+  sharedRole: Role,
+  proxySecret: string | null,
+): AuthOptions {
+  return {
+    sharedToken: token,
+    sharedRoles: { '*': sharedRole },
+    users: config.users,
+    proxy: config.proxy === null || proxySecret === null ? null : { ...config.proxy, secret: proxySecret },
+  };
+}
+
 /** Plain HTTP off loopback sends tokens and cookies in clear: refused unless TLS or --insecure-http. */
 function checkHost(host: string, tls: boolean, insecureHttp: boolean): void {
   if (LOOPBACK.has(host) || host.startsWith('127.')) return;
@@ -117,12 +189,15 @@ function checkHost(host: string, tls: boolean, insecureHttp: boolean): void {
   if (!tls) warn('Traffic is plain HTTP (--insecure-http): tokens and cookies cross the network in clear.');
 }
 
-/** A readable connection name: kind and host part, never the password. */
+/** A readable connection name: kind, hosts, path and query (secrets redacted), never the user information. */
 function connectionName(url: string): string {
   const { kind } = parseBackendUrl(url);
-  const rest = redactUrl(url)
-    .replace(/^[a-z][a-z0-9+.-]*:\/\//i, '')
-    .replace(/^[^@/]*@/, '');
+  const shown = redactUrl(url);
+  const parts = splitUrlText(shown);
+  const rest =
+    parts === null
+      ? shown.replace(/^[a-z][a-z0-9+.-]*:/i, '')
+      : `${parts.hosts}${parts.path}${parts.query === null ? '' : `?${parts.query}`}`;
   return `${kind} ${rest}`.slice(0, 100);
 }
 
@@ -178,15 +253,19 @@ function checkPortFree(host: string, port: number): Promise<void> {
   });
 }
 
-function untilSignal(): Promise<string> {
+/** Until SIGINT or SIGTERM; each SIGHUP meanwhile calls `onHangup`. */
+function untilSignal(onHangup?: () => void): Promise<string> {
   return new Promise((resolve) => {
+    const hangup = (): void => onHangup?.();
     const on = (signal: string): void => {
       process.off('SIGINT', on);
       process.off('SIGTERM', on);
+      if (onHangup !== undefined) process.off('SIGHUP', hangup);
       resolve(signal);
     };
     process.on('SIGINT', on);
     process.on('SIGTERM', on);
+    if (onHangup !== undefined) process.on('SIGHUP', hangup);
   });
 }
 
@@ -221,6 +300,11 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
   if (readOnly && options.allowConnectionEdits === true) {
     throw new InvalidArgumentError('--read-only and --allow-connection-edits exclude each other');
   }
+  if (options.connectionHosts !== undefined && options.allowConnectionEdits !== true) {
+    throw new InvalidArgumentError(
+      '--connection-hosts is for connections added through the page: give --allow-connection-edits too',
+    );
+  }
   const config: ServeConfig =
     options.config === undefined
       ? { connections: [], users: [], proxy: null }
@@ -233,6 +317,7 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
   const urls = given.map((u) => resolveUrl(u));
   const haveUsers = config.users.length > 0 || config.proxy !== null;
   const { token, generated } = resolveToken(options, !haveUsers);
+  const proxySecret = resolveProxySecret(config, options.proxySecretFile);
   const tls =
     options.tlsCert === undefined && options.tlsKey === undefined
       ? undefined
@@ -252,12 +337,7 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
   ];
   // The shared token's holder may do what the server allows (edits only with the flag).
   const sharedRole: Role = options.allowConnectionEdits === true ? 'admin' : 'operator';
-  const auth: AuthOptions = {
-    sharedToken: token,
-    sharedRoles: { '*': sharedRole },
-    users: config.users,
-    proxy: config.proxy,
-  };
+  const auth = authOf(config, token, sharedRole, proxySecret);
   const dataDir = pgliteDir(options.pgliteDir);
   const service = createConsoleService({
     readOnly,
@@ -266,6 +346,7 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
     shared: {
       allowConnectionEdits: options.allowConnectionEdits === true,
       ...(dataDir === undefined ? {} : { pgliteDataDir: dataDir }),
+      connectionHosts: parseConnectionHosts(options.connectionHosts ?? []),
     },
   });
   try {
@@ -280,6 +361,18 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
       ...(tls === undefined ? {} : { tls }),
       ...(options.maxClients === undefined ? {} : { maxClients: options.maxClients }),
       metrics: options.metrics === true,
+      sessions: {
+        ...(options.sessionIdle === undefined ? {} : { idleMs: options.sessionIdle }),
+        ...(options.sessionLifetime === undefined ? {} : { lifetimeMs: options.sessionLifetime }),
+      },
+      limits: {
+        ...(options.maxClientsPerUser === undefined
+          ? {}
+          : { maxStreamsPerIdentity: options.maxClientsPerUser }),
+        ...(options.maxClientsPerAddress === undefined
+          ? {}
+          : { maxStreamsPerAddress: options.maxClientsPerAddress }),
+      },
     });
     let metricsServer: MetricsServer | null = null;
     if (metricsBind !== null) {
@@ -289,7 +382,15 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
         );
       }
       try {
-        metricsServer = await startMetricsServer({ service, ...metricsBind });
+        metricsServer = await startMetricsServer({
+          service,
+          ...metricsBind,
+          hostNames: [
+            ...(isIP(metricsBind.host) === 0 ? [metricsBind.host] : []),
+            ...(options.publicUrl === undefined ? [] : [new URL(options.publicUrl).hostname]),
+          ],
+          security: () => server.securityCounts(),
+        });
       } catch (err) {
         await server.close().catch(() => {});
         throw listenError(err, metricsBind.host, metricsBind.port);
@@ -298,7 +399,9 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
     const signIn = [
       token === null ? null : generated ? 'a generated token (in the URL below)' : 'the given token',
       config.users.some((u) => u.tokenSha256 !== undefined) ? 'per-user tokens' : null,
-      config.proxy === null ? null : `the proxy header from ${config.proxy.trusted.join(', ')}`,
+      config.proxy === null
+        ? null
+        : `the proxy's ${config.proxy.header ?? DEFAULT_PROXY_HEADER} header with its secret, from ${config.proxy.trusted.join(', ')}`,
     ].filter((x) => x !== null);
     // A given token is never printed (stdout may end up in a log); a generated one must be.
     const shown = generated ? server.url : server.url.replace(/\?token=.*$/, '');
@@ -315,7 +418,15 @@ export async function serveCommand(options: ServeOptions, globals: GlobalOptions
           'Ctrl-C to stop',
         ].join('\n'),
       );
-      await untilSignal();
+      await untilSignal(() => {
+        // A bad file leaves the running configuration as it was: refusing everyone is worse.
+        try {
+          const next = options.config === undefined ? config : loadServeConfig(options.config);
+          server.reload(authOf(next, token, sharedRole, resolveProxySecret(next, options.proxySecretFile)));
+        } catch (err) {
+          warn(`SIGHUP: the configuration was not reloaded: ${(err as Error).message}`);
+        }
+      });
     } finally {
       await metricsServer?.close().catch(() => {});
       await server.close().catch(() => {});
