@@ -134,6 +134,11 @@ export function lead(
         await new Promise((r) => setTimeout(r, backoff));
         continue;
       }
+      if (stopping.signal.aborted) {
+        // stop() came between the claim's answer and here: it found no term to resign, so this one never starts.
+        await holder.release().catch(() => {});
+        return;
+      }
       const termController = new AbortController();
       let end!: (d: Deposed) => void;
       const ended = new Promise<void>((resolve) => {
