@@ -22,6 +22,7 @@ import { claim, type LeaseHolder, type LossReason } from './holder.ts';
 import { telemetryOf } from './telemetry.ts';
 import type { LeaseBackend } from './types.ts';
 import { checkId, checkOptions, checkTtl } from './validate.ts';
+import { onAbort } from './wait.ts';
 
 /** One term of leadership. */
 export interface Term {
@@ -131,7 +132,16 @@ export function lead(
           logger.warn({ name, holderId, err }, 'worklease election: campaign failed, retrying');
         }
         const backoff = Math.min(waitPollMs, 50 * 2 ** failures++);
-        await new Promise((r) => setTimeout(r, backoff));
+        // Cut short by stop(), which would otherwise wait out a backoff of up to waitPollMs.
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            clearTimeout(timer);
+            unwatch();
+            resolve();
+          };
+          const timer = setTimeout(done, backoff);
+          const unwatch = onAbort(stopping.signal, done);
+        });
         continue;
       }
       if (stopping.signal.aborted) {

@@ -219,3 +219,40 @@ describe.each(targets)('a claim aborted while its calls are on their way, on $ki
     }
   });
 });
+
+describe('an election whose claims keep failing', () => {
+  const namespace = uniqueNamespace('abortfail');
+  const target: BackendTarget = { kind: 'redis', url: REDIS_URL };
+  let backend: LeaseBackend;
+  beforeAll(async () => {
+    backend = await openBackend(target.url, isolated(target, namespace));
+  });
+  afterAll(async () => {
+    await backend?.close();
+    await dropNamespace(target, namespace);
+  });
+
+  it('stops at once, also in the middle of a backoff of seconds', async () => {
+    let acquires = 0;
+    const failing: LeaseBackend = {
+      ...gated(backend, 'readCheckpoint', { wait: Promise.resolve() }).backend,
+      acquire: async () => {
+        acquires++;
+        throw new Error('the server refuses');
+      },
+    };
+    const leadership = lead(failing, 'name', 'candidate', {
+      ttlMs: 60_000,
+      waitPollMs: 3_600_000,
+      onElected: () => {},
+    });
+    // Backoffs of 50, 100, … 3 200 ms after the first 7 failures: after the 8th it is 6.4 s.
+    await until('8 failed campaigns', () => acquires >= 8, 60_000);
+    const stopped = await Promise.race([
+      leadership.stop().then(() => 'stopped'),
+      sleep(4000).then(() => 'still in its backoff'),
+    ]);
+    expect(stopped).toBe('stopped');
+    expect(acquires).toBe(8);
+  }, 90_000);
+});
