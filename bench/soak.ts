@@ -14,7 +14,8 @@
  * active handles (sockets, timers), the event-loop delay since the line before (p50, p99, max),
  * the renewals answered and lost leases, and the load average. Then the start against the end:
  * heap, RSS and handles, bytes of heap per renewal, and the delay's p99 of the first minute
- * against the last. Before the holders were fixed, 5 000 leases grew the heap by about 460 bytes
+ * against the last; and the heap's range over all samples with its trend in bytes a renewal (a
+ * least-squares fit: one sample moves by a few MB with what is in flight when it is taken). Before the holders were fixed, 5 000 leases grew the heap by about 460 bytes
  * a renewal (30 → 164 MB in 10 minutes); a flat process stays within a few MB.
  *
  * Runs on the shared Redis under a random key prefix (`--backend postgres`: a random `bench_…`
@@ -213,6 +214,21 @@ const handlesText = (h: Record<string, number>): string =>
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
 
+/** The least-squares slope of y over x. */
+function slope(points: [number, number][]): number {
+  const n = points.length;
+  if (n < 2) return 0;
+  const mx = points.reduce((a, [x]) => a + x, 0) / n;
+  const my = points.reduce((a, [, y]) => a + y, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (const [x, y] of points) {
+    num += (x - mx) * (y - my);
+    den += (x - mx) ** 2;
+  }
+  return den === 0 ? 0 : num / den;
+}
+
 async function main(): Promise<void> {
   const ns = `bench_soak_${randomBytes(4).toString('hex')}`;
   const url = BACKEND === 'redis' ? args.redis : BACKEND === 'postgres' ? args.pg : 'pglite://memory';
@@ -269,6 +285,7 @@ async function main(): Promise<void> {
     const start = await sample();
     print('start', start, null);
     let prev = start;
+    const samples: Sample[] = [start];
     const end = start.at + MINUTES * 60_000;
     while (performance.now() < end - 1000) {
       await sleep(Math.min(60_000, end - performance.now()));
@@ -279,6 +296,7 @@ async function main(): Promise<void> {
         prev,
       );
       prev = s;
+      samples.push(s);
     }
     const last = prev;
     const grown = last.heap - start.heap;
@@ -289,6 +307,13 @@ async function main(): Promise<void> {
         `${count === 0 ? '-' : (grown / count).toFixed(1)} bytes a renewal), rss ${MB(start.rss)} → ${MB(last.rss)} MB, ` +
         `handles ${handlesText(start.handles)} → ${handlesText(last.handles)}, ` +
         `loop delay p99 ${ms(start.delay.p99)} ms (first minute) → ${ms(last.delay.p99)} ms (last), lost ${lost}, load ${load()}`,
+    );
+    // One sample's heap moves by a few MB with what is in flight at that moment; the trend over all
+    // of them is the growth.
+    const heaps = samples.map((x) => x.heap);
+    console.log(
+      `heap over ${samples.length} samples: ${MB(Math.min(...heaps))}-${MB(Math.max(...heaps))} MB; ` +
+        `trend (least squares against renewals) ${slope(samples.map((x) => [x.renewals, x.heap])).toFixed(1)} bytes a renewal`,
     );
   } finally {
     delay.disable();
