@@ -46,6 +46,8 @@ export function schemaNewerThanThis(details: Record<string, unknown> | undefined
 const id = z.string().min(1).max(512);
 const token = z.string().regex(/^[1-9][0-9]{0,18}$/, 'a fencing token (decimal string)');
 const ms = z.number().int().nonnegative();
+/** An audit entry's token: a fencing token, or '0' on an entry that names none (a recovery). */
+const auditToken = z.string().regex(/^(0|[1-9][0-9]{0,18})$/, 'a fencing token (decimal string) or 0');
 
 /** Derived status of one lease (see src/console/status.ts for the rules). */
 export const LeaseStatusSchema = z.enum([
@@ -182,13 +184,14 @@ export type RatePoint = z.infer<typeof RatePointSchema>;
 export const AuditEntryWireSchema = z.strictObject({
   id: z.string(),
   at: ms,
-  action: z.enum(['force-release', 'request-release']),
-  workId: id,
+  /** `recover`: a lost bucket re-initialised (Redis); it names no work item and no token ('' and '0'). */
+  action: z.enum(['force-release', 'request-release', 'recover']),
+  workId: z.string().max(512),
   operator: z.string(),
   reason: z.string(),
   oldHolderId: z.string(),
-  oldToken: token,
-  newToken: token,
+  oldToken: auditToken,
+  newToken: auditToken,
   /** Shared by the entries of one bulk force-release (`lease.forceReleaseMany`); null otherwise. */
   batchId: z.string().nullable(),
 });

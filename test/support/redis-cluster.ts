@@ -16,6 +16,14 @@ export interface RedisCluster {
   /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3` */
   url: string;
   ports: number[];
+  /** The port of the master that owns `key`'s hash slot. */
+  ownerOf(key: string): Promise<number>;
+  /**
+   * SIGKILL of the master on `port`, then a new one on the same port and cluster config file: it
+   * keeps its node id and slots and comes back without any data (no persistence), as a master
+   * without a replica does after a crash. Resolves when the cluster says ok again.
+   */
+  restartEmpty(port: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -51,42 +59,76 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
 export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'worklease-cluster-'));
   const ports = await pickPorts(masters);
-  const children: ChildProcess[] = [];
+  const children = new Map<number, ChildProcess>();
+  const exited = (c: ChildProcess): Promise<unknown> =>
+    c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r));
   const stop = async (): Promise<void> => {
-    for (const child of children) child.kill('SIGKILL');
-    await Promise.all(
-      children.map((c) => (c.exitCode !== null ? Promise.resolve() : new Promise((r) => c.once('exit', r)))),
-    );
+    for (const child of children.values()) child.kill('SIGKILL');
+    await Promise.all([...children.values()].map(exited));
     rmSync(dir, { recursive: true, force: true });
   };
-  try {
-    for (const port of ports) {
-      const child = spawn(
-        'redis-server',
-        [
-          '--port',
-          String(port),
-          '--bind',
-          '127.0.0.1',
-          '--cluster-enabled',
-          'yes',
-          '--cluster-config-file',
-          join(dir, `nodes-${port}.conf`),
-          '--cluster-node-timeout',
-          '5000',
-          '--save',
-          '',
-          '--appendonly',
-          'no',
-          '--dir',
-          dir,
-          '--logfile',
-          join(dir, `redis-${port}.log`),
-        ],
-        { stdio: 'ignore' },
-      );
-      children.push(child);
+  const clusterOk = (port: number): Promise<void> =>
+    waitFor(
+      async () =>
+        (await run('redis-cli', ['-p', String(port), 'cluster', 'info'])).stdout.includes('cluster_state:ok'),
+      `cluster state ok on ${port}`,
+    );
+  const launch = (port: number): void => {
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--cluster-node-timeout',
+        '5000',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--logfile',
+        join(dir, `redis-${port}.log`),
+      ],
+      { stdio: 'ignore' },
+    );
+    children.set(port, child);
+  };
+  const ownerOf = async (key: string): Promise<number> => {
+    const slot = Number((await run('redis-cli', ['-p', String(ports[0]), 'cluster', 'keyslot', key])).stdout);
+    const nodes = (await run('redis-cli', ['-p', String(ports[0]), 'cluster', 'nodes'])).stdout;
+    for (const line of nodes.trim().split('\n')) {
+      const f = line.split(' ');
+      if (!f[2]?.includes('master')) continue;
+      const port = Number(f[1]!.split('@')[0]!.split(':')[1]);
+      for (const range of f.slice(8)) {
+        const [lo, hi = lo] = range.split('-').map(Number);
+        if (lo !== undefined && hi !== undefined && slot >= lo && slot <= hi) return port;
+      }
     }
+    throw new Error(`no master owns slot ${slot} of '${key}'`);
+  };
+  const restartEmpty = async (port: number): Promise<void> => {
+    const child = children.get(port);
+    if (child !== undefined) {
+      child.kill('SIGKILL');
+      await exited(child);
+    }
+    launch(port);
+    await waitFor(
+      async () => (await run('redis-cli', ['-p', String(port), 'ping'])).stdout.trim() === 'PONG',
+      `redis node ${port}`,
+    );
+    for (const p of ports) await clusterOk(p);
+  };
+  try {
+    for (const port of ports) launch(port);
     for (const port of ports) {
       await waitFor(
         async () => (await run('redis-cli', ['-p', String(port), 'ping'])).stdout.trim() === 'PONG',
@@ -101,16 +143,14 @@ export async function startRedisCluster(masters = 3): Promise<RedisCluster> {
       '0',
       '--cluster-yes',
     ]);
-    for (const port of ports) {
-      await waitFor(
-        async () =>
-          (await run('redis-cli', ['-p', String(port), 'cluster', 'info'])).stdout.includes(
-            'cluster_state:ok',
-          ),
-        `cluster state ok on ${port}`,
-      );
-    }
-    return { url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`, ports, stop };
+    for (const port of ports) await clusterOk(port);
+    return {
+      url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(',')}`,
+      ports,
+      ownerOf,
+      restartEmpty,
+      stop,
+    };
   } catch (err) {
     await stop();
     throw err;
