@@ -14,18 +14,23 @@ import type { Arg, Nullable, Sender } from './send.ts';
  * Brings every bucket's indexes up to date (indexes.ts) and returns the buckets that are lost
  * (recover.ts: their `id` key is gone, their master came back empty): they hold no lease of this
  * dataset, so a listing or count skips them instead of failing for the whole fleet. The lease calls
- * on them fail DATASET_LOST, and `datasetLoss` names them.
+ * on them fail DATASET_LOST, and `datasetLoss` names them. When every bucket is lost (a standalone
+ * Redis restarted empty), or one holds another dataset, the call fails DATASET_LOST instead: an
+ * empty or foreign fleet is never shown as this one.
  */
 async function catchUpLive(io: Sender, op: string): Promise<Set<number>> {
   const lost = new Set<number>();
+  let first: DatasetLostError | undefined;
   await Promise.all(
     io.layout.ix.map((_, b) =>
       catchUp(io, op, b).catch((err: unknown) => {
-        if (!(err instanceof DatasetLostError)) throw err;
+        if (!(err instanceof DatasetLostError) || err.details?.found !== null) throw err;
+        first ??= err;
         lost.add(b);
       }),
     ),
   );
+  if (first !== undefined && lost.size === io.layout.buckets) throw first;
   return lost;
 }
 

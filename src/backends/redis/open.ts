@@ -105,7 +105,7 @@ async function refuseOrphanBuckets(
   const again = await readMeta();
   if (again[0] !== null && again[0] !== undefined) return;
   throw new DatasetLostError(
-    `${where} lost its meta key '${L.meta}' while ${found.length} of ${DEFAULT_BUCKETS} buckets still hold dataset ${String(ids[found[0]!])}: part of the data is gone, and worklease does not recreate it. To start over (tokens stay increasing: docs/durability.md), delete the keys matching '${io.prefix}:*'`,
+    `${where} lost its meta key '${L.meta}' while ${found.length} of ${DEFAULT_BUCKETS} buckets still hold dataset ${String(ids[found[0]!])}: part of the data is gone (a Cluster master came back empty?). Restore it with \`worklease recover\` (docs/durability.md), or, to start over, delete the keys matching '${io.prefix}:*'`,
     { details: { keyPrefix: io.prefix, buckets: found } },
   );
 }
