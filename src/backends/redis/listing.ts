@@ -2,37 +2,12 @@
  * Listing and counting leases across a prefix's buckets, in work id order (bytewise UTF-8, i.e. code
  * point order), with plain commands (ZRANGEBYLEX of the `ids` index, HMGET of the packed leases).
  */
-import { DatasetLostError } from '../../lease/errors.ts';
 import type { LeaseInfo, LeasePage } from '../../lease/types.ts';
 import type { DriverListOptions } from '../common.ts';
-import { catchUp } from './indexes.ts';
+import { catchUpAll } from './indexes.ts';
 import { compareUtf8, decodeListCursor, encodeListCursor } from './layout.ts';
 import { parsePacked } from './packed.ts';
 import type { Arg, Nullable, Sender } from './send.ts';
-
-/**
- * Brings every bucket's indexes up to date (indexes.ts) and returns the buckets that are lost
- * (recover.ts: their `id` key is gone, their master came back empty): they hold no lease of this
- * dataset, so a listing or count skips them instead of failing for the whole fleet. The lease calls
- * on them fail DATASET_LOST, and `datasetLoss` names them. When every bucket is lost (a standalone
- * Redis restarted empty), or one holds another dataset, the call fails DATASET_LOST instead: an
- * empty or foreign fleet is never shown as this one.
- */
-async function catchUpLive(io: Sender, op: string): Promise<Set<number>> {
-  const lost = new Set<number>();
-  let first: DatasetLostError | undefined;
-  await Promise.all(
-    io.layout.ix.map((_, b) =>
-      catchUp(io, op, b).catch((err: unknown) => {
-        if (!(err instanceof DatasetLostError) || err.details?.found !== null) throw err;
-        first ??= err;
-        lost.add(b);
-      }),
-    ),
-  );
-  if (first !== undefined && lost.size === io.layout.buckets) throw first;
-  return lost;
-}
 
 /**
  * One bucket's next leases in byte order from `min`: up to `want` whose holder matches, looking at
@@ -100,7 +75,7 @@ export async function count(
     return n;
   }
   const L = io.layout;
-  const lost = await catchUpLive(io, 'count');
+  await catchUpAll(io, 'count');
   const min: Arg = workIdPrefix === undefined ? '-' : `[${workIdPrefix}`;
   // As in list: every UTF-8 string that starts with the prefix sorts before prefix + 0xFF.
   const max: Arg =
@@ -108,7 +83,7 @@ export async function count(
       ? '+'
       : Buffer.concat([Buffer.from(`[${workIdPrefix}`, 'utf8'), Buffer.from([0xff])]);
   const counts = await Promise.all(
-    L.ids.map((key, b) => (lost.has(b) ? 0 : io.send<number>('count', 'zlexcount', [key, min, max]))),
+    L.ids.map((key) => io.send<number>('count', 'zlexcount', [key, min, max])),
   );
   return counts.reduce((a, b) => a + Number(b), 0);
 }
@@ -126,7 +101,7 @@ export async function list(io: Sender, options: DriverListOptions): Promise<Leas
   let after = options.cursor === null ? null : decodeListCursor(options.cursor);
   // A walk's first page brings the indexes up to date (layout.ts, Indexes): every work item that
   // exists for the whole walk existed then. Later pages read the indexes as they are.
-  const lost = after === null ? await catchUpLive(io, 'list') : new Set<number>();
+  if (after === null) await catchUpAll(io, 'list');
   const prefix =
     options.workIdPrefix === undefined || options.workIdPrefix === '' ? null : options.workIdPrefix;
   // Every UTF-8 string that starts with the prefix sorts before prefix + 0xFF (never a UTF-8 byte).
@@ -147,11 +122,7 @@ export async function list(io: Sender, options: DriverListOptions): Promise<Leas
     const share = want / L.buckets;
     const perBucket = Math.min(want, Math.ceil(share + 2 * Math.sqrt(share)) + 8);
     const replies = await Promise.all(
-      L.ids.map((_, b) =>
-        lost.has(b)
-          ? { done: true, last: null, found: [] }
-          : scanBucket(io, b, min, max, perBucket, options.holderId, Math.max(perBucket, 500)),
-      ),
+      L.ids.map((_, b) => scanBucket(io, b, min, max, perBucket, options.holderId, Math.max(perBucket, 500))),
     );
     // Leases up to the smallest last-examined id of an unfinished bucket are complete.
     let frontier: string | null = null;

@@ -7,7 +7,9 @@
  * a bucket whose `id` key is missing is lost, and only its work items are: every script on it fails
  * DATASET_LOST (scripts.ts, IDENTITY and REFUSE) while the other buckets work on, and opening a
  * prefix with lost buckets succeeds (open.ts), so a process that restarts meanwhile serves the
- * healthy buckets too. Listing and counting skip the lost buckets (listing.ts): they hold no lease.
+ * healthy buckets too. Listing, counting and the change feed fail DATASET_LOST while a bucket is
+ * lost (they would miss its items): the console shows the connection's error, and `datasetLoss`
+ * names the lost buckets and the affected items.
  *
  * {@link recover} brings the lost buckets back: it writes the dataset id into each lost bucket's
  * `id` key (only where it is still missing, in one script per bucket with its audit entry) and,
