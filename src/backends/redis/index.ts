@@ -1,6 +1,7 @@
 /**
- * The Redis backend: standalone Redis (`redis://`, `rediss://`) and Redis
- * Cluster (`redis+cluster://host:port[,host:port…]`) with the same scripts.
+ * The Redis backend: standalone Redis (`redis://`, `rediss://`), a Sentinel-managed master
+ * (`redis+sentinel://host:port[,host:port…]/masterName`, followed across failovers: sentinel.ts)
+ * and Redis Cluster (`redis+cluster://host:port[,host:port…]`) with the same scripts.
  *
  * This file: the driver and its lease calls. Layout and the reasons for it:
  * layout.ts. The scripts, their atomicity and every outcome: scripts.ts.
@@ -20,6 +21,8 @@
  *   only when an entry after the cursor was trimmed (scripts.ts, STREAM_INFO).
  * - `audit` without a work id merges the buckets' audit streams by time.
  */
+
+import type { Redis } from 'ioredis';
 import { FencedError, InternalError, LeaseExpiredError, LeaseHeldError } from '../../lease/errors.ts';
 import type {
   AuditEntry,
@@ -47,10 +50,11 @@ import { createClient, parseRedisUrl, type RedisClient, type RedisTarget } from 
 import { classifyRedisError } from './errors.ts';
 import { ChangeWatch, changeCursor, changes } from './feed.ts';
 import { count, list } from './listing.ts';
-import { checkLayout, connect } from './open.ts';
+import { checkLayout, connect, selectDb } from './open.ts';
 import { iso, parsePacked, parseRequest } from './packed.ts';
 import { STAGED_MIN_BYTES } from './scripts.ts';
 import { type Nullable, S, Sender } from './send.ts';
+import { followSwitch, SentinelWatch } from './sentinel.ts';
 
 export { parseRedisUrl } from './connection.ts';
 export { Layout } from './layout.ts';
@@ -60,6 +64,8 @@ class RedisDriver implements LeaseDriver {
   readonly url: string;
   private readonly io: Sender;
   private readonly watch: ChangeWatch;
+  /** A Sentinel target's `+switch-master` subscriptions (sentinel.ts); null otherwise. */
+  private readonly sentinelWatch: SentinelWatch | null;
 
   constructor(
     private readonly client: RedisClient,
@@ -70,9 +76,16 @@ class RedisDriver implements LeaseDriver {
     this.watch = new ChangeWatch(this.io);
     this.kind = target.kind;
     this.url = target.redacted;
+    this.sentinelWatch =
+      target.sentinel === undefined
+        ? null
+        : new SentinelWatch(target, Math.max(1, Math.floor(options.callTimeoutMs / 2)), (to) =>
+            followSwitch(client as Redis, to),
+          );
   }
 
-  checkLayout(migrate: boolean): Promise<void> {
+  async checkLayout(migrate: boolean): Promise<void> {
+    await selectDb(this.io);
     return checkLayout(this.io, migrate);
   }
 
@@ -340,7 +353,16 @@ class RedisDriver implements LeaseDriver {
     return this.watch.watchChanges(onWake);
   }
 
+  /** Ends every connection at once, without QUIT (an open that failed). */
+  drop(): void {
+    this.sentinelWatch?.close();
+    this.watch.close();
+    this.io.close();
+    this.client.disconnect();
+  }
+
   async close(): Promise<void> {
+    this.sentinelWatch?.close();
     this.watch.close();
     this.io.close();
     let timer: NodeJS.Timeout | undefined;
@@ -381,8 +403,8 @@ export async function openRedis(url: string, options: OpenOptions = {}): Promise
     await connect(client, target, o.callTimeoutMs);
     await driver.checkLayout(o.migrate);
   } catch (err) {
-    client.disconnect();
-    throw classifyRedisError(err, 'open', target.redacted, socketError);
+    driver.drop();
+    throw classifyRedisError(err, 'open', target.redacted, socketError, target.sentinel !== undefined);
   }
   return createBackend(driver, o.maxStateBytes, o.telemetry);
 }

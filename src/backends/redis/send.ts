@@ -7,7 +7,12 @@
 import { createHash } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { Command, type Redis } from 'ioredis';
-import { BackendUnavailableError, DatasetLostError, NotDurableError } from '../../lease/errors.ts';
+import {
+  BackendUnavailableError,
+  DatasetLostError,
+  NotDurableError,
+  type WorkleaseError,
+} from '../../lease/errors.ts';
 import type { ResolvedOptions } from '../common.ts';
 import { DeadlineWatch, tickFor } from '../deadlines.ts';
 import type { RedisClient, RedisTarget } from './connection.ts';
@@ -170,7 +175,8 @@ export class Sender {
   private readonly watchdog: DeadlineWatch<TrackedCommand>;
   /**
    * The lease calls' own connection (wire.ts), standalone only: a Cluster keeps ioredis, which
-   * follows its redirects, and with `durability` on every lease call goes through ioredis, since
+   * follows its redirects, a Sentinel target too, which asks the sentinels for the master on every
+   * reconnect (connection.ts), and with `durability` on every lease call goes through ioredis, since
    * WAIT confirms only what its own connection wrote. Connected on the first lease call, so a
    * process that only reads (the console, the CLI) never opens it.
    */
@@ -187,8 +193,9 @@ export class Sender {
     this.watchdog = new DeadlineWatch<TrackedCommand>(tickFor(this.callTimeoutMs), abandon);
     this.kind = target.kind;
     this.url = target.redacted;
+    // A Sentinel target's master moves: its lease calls go through ioredis, which asks the sentinels.
     this.wire =
-      target.kind === 'redis' && options.durability.replicas === 0
+      target.kind === 'redis' && target.sentinel === undefined && options.durability.replicas === 0
         ? new Wire(target, {
             name: `worklease:${options.keyPrefix}`,
             connectTimeoutMs: Math.max(1, Math.floor(this.callTimeoutMs / 2)),
@@ -197,6 +204,11 @@ export class Sender {
             busyPollMs: options.busyPollMs ?? defaultBusyPollMs(),
           })
         : null;
+  }
+
+  /** `err` of `op` as a worklease error (errors.ts); READONLY is transient only behind Sentinel. */
+  classify(err: unknown, op: string): WorkleaseError {
+    return classifyRedisError(err, op, this.url, undefined, this.target.sentinel !== undefined);
   }
 
   /** Closes the lease calls' connection; the ioredis client is the driver's to close. */
@@ -221,7 +233,7 @@ export class Sender {
     } catch (err) {
       const asEval = evalOnNoScript(err, args);
       if (asEval !== undefined) return this.send<T>(op, 'eval', asEval, buffers);
-      throw classifyRedisError(err, op, this.url);
+      throw this.classify(err, op);
     }
   }
 
@@ -271,7 +283,7 @@ export class Sender {
         return reply;
       } catch (err) {
         this.watchdog.delete(cmd);
-        const e = classifyRedisError(err, op, this.url);
+        const e = this.classify(err, op);
         const asEval = cmdName === 'evalsha' ? evalOnNoScript(err, cmdArgs) : undefined;
         if (asEval !== undefined) {
           cmdName = 'eval';
@@ -340,14 +352,14 @@ export class Sender {
     try {
       return (await w.transaction(commands, buffers)) as unknown[];
     } catch (err) {
-      throw classifyRedisError(err, op, this.url);
+      throw this.classify(err, op);
     }
   }
 
   /** Throws the first error reply among a {@link transaction}'s replies, classified. */
   fail(op: string, replies: readonly unknown[]): void {
     const failed = replies.find((x) => x instanceof WireReplyError);
-    if (failed !== undefined) throw classifyRedisError(failed, op, this.url);
+    if (failed !== undefined) throw this.classify(failed, op);
   }
 
   /**

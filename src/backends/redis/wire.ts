@@ -41,7 +41,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import type { RedisTarget } from './connection.ts';
+import { type RedisTarget, tlsFor } from './connection.ts';
 import { Cork } from './cork.ts';
 import { PollPolicy } from './poll.ts';
 
@@ -345,7 +345,7 @@ export class Wire {
   private connect(): void {
     const node = this.target.nodes[0]!;
     const socket = this.target.tls
-      ? tls.connect({ host: node.host, port: node.port, servername: node.host })
+      ? tls.connect({ host: node.host, port: node.port, ...tlsFor(node.host) })
       : net.connect({ host: node.host, port: node.port });
     this.socket = socket;
     socket.setNoDelay(true);
