@@ -47,6 +47,7 @@ import {
 import { socketErrno } from '../errno.ts';
 import * as admin from './admin.ts';
 import { createClient, parseRedisUrl, type RedisClient, type RedisTarget } from './connection.ts';
+import { withTlsHint } from './diagnose.ts';
 import { classifyRedisError } from './errors.ts';
 import { ChangeWatch, changeCursor, changes } from './feed.ts';
 import { count, list } from './listing.ts';
@@ -404,7 +405,8 @@ export async function openRedis(url: string, options: OpenOptions = {}): Promise
     await driver.checkLayout(o.migrate);
   } catch (err) {
     driver.drop();
-    throw classifyRedisError(err, 'open', target.redacted, socketError, target.sentinel !== undefined);
+    const e = classifyRedisError(err, 'open', target.redacted, socketError, target.sentinel !== undefined);
+    throw await withTlsHint(e, target, Math.min(o.callTimeoutMs, 2000));
   }
   return createBackend(driver, o.maxStateBytes, o.telemetry);
 }
