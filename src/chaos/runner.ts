@@ -465,8 +465,10 @@ async function runOn(
         return;
       }
       case 'failover': {
-        const at = now();
         if (sentinel !== null) {
+          // The replica the sentinels made of the last killed master must be online first.
+          await sentinel.sync(60_000, false);
+          const at = now();
           const r = await sentinel.killMaster();
           history.push({
             type: 'fault',
@@ -476,6 +478,7 @@ async function runOn(
           });
           return;
         }
+        const at = now();
         // The replica lags for a part of a ttl while holders keep writing, then takes over.
         pair!.lag();
         await sleep(ttlMs * (0.2 + Math.random() * 0.6));
