@@ -143,6 +143,52 @@ describe('Redis behind Sentinel (private master, replica, three sentinels)', () 
     }
   });
 
+  it('wakes a change watch, and close leaves no connection behind (master nor sentinels)', {
+    timeout: 60_000,
+  }, async () => {
+    const prefix = uniqueNamespace('senwt');
+    const watcher = await openBackend(topo.url, { keyPrefix: prefix });
+    const writer = await openBackend(topo.url, { keyPrefix: prefix });
+    let wakes = 0;
+    const stop = watcher.admin.watchChanges!(() => {
+      wakes++;
+    });
+    try {
+      const deadline = Date.now() + 30_000;
+      // The watch wakes once when it connects; then a write must wake it.
+      while (wakes === 0) {
+        if (Date.now() > deadline) throw new Error('the change watch never connected');
+        await sleep(50);
+      }
+      const connected = wakes;
+      for (let i = 0; wakes === connected; i++) {
+        if (Date.now() > deadline) throw new Error('the change watch never woke');
+        await writer.acquire(`w${i}`, 'h', 30_000);
+        await sleep(200);
+      }
+      const watches = async (): Promise<number> => {
+        let n = 0;
+        for (const port of topo.sentinelPorts) {
+          const list = String(await redisCall(port, 'CLIENT', 'LIST'));
+          n += list.split('\n').filter((l) => l.includes(' name=worklease:sentinel-watch ')).length;
+        }
+        return n;
+      };
+      // Two backends, one +switch-master subscription on each of the three sentinels apiece.
+      expect(await watches()).toBe(6);
+      stop();
+      await Promise.all([watcher.close(), writer.close()]);
+      const closed = Date.now() + 10_000;
+      while ((await watches()) > 0 || (await connectionsOn(topo.masterPort, prefix)) > 0) {
+        if (Date.now() > closed) throw new Error('connections left open after close');
+        await sleep(100);
+      }
+    } finally {
+      stop();
+      await Promise.all([watcher.close(), writer.close()]);
+    }
+  });
+
   it('follows a manual failover by +switch-master alone, the old master still running', {
     timeout: 90_000,
   }, async () => {
