@@ -164,6 +164,8 @@ export class Sender {
   readonly url: string;
   readonly prefix: string;
   readonly callTimeoutMs: number;
+  /** A Sentinel target (connection.ts): the master moves. */
+  private readonly sentinel: boolean;
   /** Set by checkLayout (open.ts) from the prefix's meta key, before the first lease call. */
   layout: Layout;
   /** The dataset id every script checks (layout.ts, Dataset identity); set by checkLayout (open.ts). */
@@ -174,9 +176,9 @@ export class Sender {
   /** Times out commands at their call deadline, with one coarse timer (deadlines.ts). */
   private readonly watchdog: DeadlineWatch<TrackedCommand>;
   /**
-   * The lease calls' own connection (wire.ts), standalone only: a Cluster keeps ioredis, which
-   * follows its redirects, a Sentinel target too, which asks the sentinels for the master on every
-   * reconnect (connection.ts), and with `durability` on every lease call goes through ioredis, since
+   * The lease calls' own connection (wire.ts), standalone and behind Sentinel (to the master the
+   * ioredis client reached: {@link followMaster}): a Cluster keeps ioredis, which
+   * follows its redirects, and with `durability` on every lease call goes through ioredis, since
    * WAIT confirms only what its own connection wrote. Connected on the first lease call, so a
    * process that only reads (the console, the CLI) never opens it.
    */
@@ -193,17 +195,55 @@ export class Sender {
     this.watchdog = new DeadlineWatch<TrackedCommand>(tickFor(this.callTimeoutMs), abandon);
     this.kind = target.kind;
     this.url = target.redacted;
-    // A Sentinel target's master moves: its lease calls go through ioredis, which asks the sentinels.
+    this.sentinel = target.sentinel !== undefined;
     this.wire =
-      target.kind === 'redis' && target.sentinel === undefined && options.durability.replicas === 0
+      target.kind === 'redis' && options.durability.replicas === 0
         ? new Wire(target, {
             name: `worklease:${options.keyPrefix}`,
             connectTimeoutMs: Math.max(1, Math.floor(this.callTimeoutMs / 2)),
             callTimeoutMs: this.callTimeoutMs,
             tickMs: tickFor(this.callTimeoutMs),
             busyPollMs: options.busyPollMs ?? defaultBusyPollMs(),
+            ...(this.sentinel ? { address: () => this.masterAddress() } : {}),
           })
         : null;
+    // Behind Sentinel the lease calls' connection goes where ioredis went: the master it asked the
+    // sentinels for and checked (connection.ts). When ioredis reaches another one, it follows.
+    if (this.sentinel && this.wire !== null) client.on('ready', () => this.followMaster());
+  }
+
+  /** The address of the master the ioredis client is connected to now (Sentinel); else undefined. */
+  private masterAddress(): { host: string; port: number } | undefined {
+    const stream = (this.client as Redis).stream;
+    if (this.client.status !== 'ready' || stream?.remoteAddress === undefined) return undefined;
+    if (stream.remotePort === undefined) return undefined;
+    return { host: stream.remoteAddress, port: stream.remotePort };
+  }
+
+  /** Resets the lease calls' connection when it is not where the ioredis client is (Sentinel). */
+  private followMaster(): void {
+    const at = this.masterAddress();
+    const peer = this.wire?.peer;
+    if (at !== undefined && peer !== undefined && (at.host !== peer.host || at.port !== peer.port)) {
+      this.wire?.reset();
+    }
+  }
+
+  /**
+   * A failure on the lease calls' connection, classified. Behind Sentinel a READONLY reply means
+   * the master was demoted under it: that connection is reset, and so is ioredis' if it is at the
+   * same server, so that both ask the sentinels again (sentinel.ts).
+   */
+  private wireFailure(err: unknown, op: string): WorkleaseError {
+    if (this.sentinel && /^READONLY/.test((err as Error).message ?? '')) {
+      const peer = this.wire?.peer;
+      const at = this.masterAddress();
+      this.wire?.reset();
+      if (at !== undefined && peer !== undefined && at.host === peer.host && at.port === peer.port) {
+        (this.client as Redis).disconnect(true);
+      }
+    }
+    return this.classify(err, op);
   }
 
   /** `err` of `op` as a worklease error (errors.ts); READONLY is transient only behind Sentinel. */
@@ -233,7 +273,7 @@ export class Sender {
     } catch (err) {
       const asEval = evalOnNoScript(err, args);
       if (asEval !== undefined) return this.send<T>(op, 'eval', asEval, buffers);
-      throw this.classify(err, op);
+      throw this.wireFailure(err, op);
     }
   }
 
@@ -345,6 +385,9 @@ export class Sender {
    */
   async transaction(op: string, commands: WireCommand[], buffers: boolean): Promise<unknown[] | undefined> {
     const w = this.wire;
+    // Not behind Sentinel: a write queued on a demoted master makes EXEC fail with EXECABORT, which
+    // hides the READONLY that would say so; the scripts fail with READONLY itself.
+    if (this.sentinel) return undefined;
     if (w === null || !w.ready) {
       w?.start();
       return undefined;
