@@ -26,10 +26,21 @@ async function refusal(p: Promise<unknown>): Promise<WorkleaseError> {
   return err;
 }
 
-/** The backend's lease connections (CLIENT SETNAME worklease:<prefix>) on the server at `port`. */
+/**
+ * The backend's lease connections (CLIENT SETNAME worklease:<prefix>) on the server at `port`. A
+ * sentinel reconfiguring a server kills its clients (CLIENT KILL TYPE normal), this one's included:
+ * then it asks again.
+ */
 async function connectionsOn(port: number, prefix: string): Promise<number> {
-  const list = String(await redisCall(port, 'CLIENT', 'LIST'));
-  return list.split('\n').filter((line) => line.includes(` name=worklease:${prefix} `)).length;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const list = String(await redisCall(port, 'CLIENT', 'LIST'));
+      return list.split('\n').filter((line) => line.includes(` name=worklease:${prefix} `)).length;
+    } catch (err) {
+      if (attempt >= 20) throw err;
+      await sleep(100);
+    }
+  }
 }
 
 describe('redis+sentinel:// URLs', () => {

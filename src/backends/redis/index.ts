@@ -55,7 +55,7 @@ import { checkLayout, connect, selectDb } from './open.ts';
 import { iso, parsePacked, parseRequest } from './packed.ts';
 import { STAGED_MIN_BYTES } from './scripts.ts';
 import { type Nullable, S, Sender } from './send.ts';
-import { followSwitch, SentinelWatch } from './sentinel.ts';
+import { keepConnecting, MasterFollower, SentinelWatch } from './sentinel.ts';
 
 export { parseRedisUrl } from './connection.ts';
 export { Layout } from './layout.ts';
@@ -67,6 +67,8 @@ class RedisDriver implements LeaseDriver {
   private readonly watch: ChangeWatch;
   /** A Sentinel target's `+switch-master` subscriptions (sentinel.ts); null otherwise. */
   private readonly sentinelWatch: SentinelWatch | null;
+  /** Set by {@link close} / {@link drop}: the client may end for good. */
+  private closed = false;
 
   constructor(
     private readonly client: RedisClient,
@@ -77,12 +79,16 @@ class RedisDriver implements LeaseDriver {
     this.watch = new ChangeWatch(this.io);
     this.kind = target.kind;
     this.url = target.redacted;
-    this.sentinelWatch =
-      target.sentinel === undefined
-        ? null
-        : new SentinelWatch(target, Math.max(1, Math.floor(options.callTimeoutMs / 2)), (to) =>
-            followSwitch(client as Redis, to),
-          );
+    if (target.sentinel === undefined) this.sentinelWatch = null;
+    else {
+      const follower = new MasterFollower(client as Redis);
+      keepConnecting(client as Redis, () => this.closed);
+      this.sentinelWatch = new SentinelWatch(
+        target,
+        Math.max(1, Math.floor(options.callTimeoutMs / 2)),
+        (to) => follower.switched(to),
+      );
+    }
   }
 
   async checkLayout(migrate: boolean): Promise<void> {
@@ -356,6 +362,7 @@ class RedisDriver implements LeaseDriver {
 
   /** Ends every connection at once, without QUIT (an open that failed). */
   drop(): void {
+    this.closed = true;
     this.sentinelWatch?.close();
     this.watch.close();
     this.io.close();
@@ -363,6 +370,7 @@ class RedisDriver implements LeaseDriver {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     this.sentinelWatch?.close();
     this.watch.close();
     this.io.close();

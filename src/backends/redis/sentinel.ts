@@ -72,15 +72,46 @@ export class SentinelWatch {
 }
 
 /**
- * Drops `client`'s connection (it reconnects and asks the sentinels) unless it is connected to
- * `to` already: every sentinel announces the same switch, and only the first should cost a reconnect.
+ * Moves `client` to the master a `+switch-master` named (ioredis asks the sentinels when it
+ * reconnects), once it is connected somewhere else. Every sentinel announces the same switch, and
+ * only the first should cost a reconnect. Never while it connects: ioredis' Sentinel connector,
+ * disconnected while it asks the sentinels, fails its connect and ends the client for good ('end');
+ * the switch is then checked when it is ready.
  */
-export function followSwitch(client: Redis, to: { host: string; port: number }): void {
-  const stream = client.stream;
-  const at = stream === undefined ? undefined : { host: stream.remoteAddress, port: stream.remotePort };
-  const there =
-    client.status === 'ready' &&
-    at?.port === to.port &&
-    (at.host === to.host || at.host === `::ffff:${to.host}`);
-  if (!there && client.status !== 'reconnecting' && client.status !== 'end') client.disconnect(true);
+export class MasterFollower {
+  private wanted: { host: string; port: number } | undefined;
+
+  constructor(private readonly client: Redis) {
+    client.on('ready', () => this.check());
+  }
+
+  switched(to: { host: string; port: number }): void {
+    this.wanted = to;
+    this.check();
+  }
+
+  private check(): void {
+    const to = this.wanted;
+    if (to === undefined || this.client.status !== 'ready') return;
+    const stream = this.client.stream;
+    const host = stream?.remoteAddress;
+    const there = stream?.remotePort === to.port && (host === to.host || host === `::ffff:${to.host}`);
+    this.wanted = undefined;
+    if (!there) this.client.disconnect(true);
+  }
+}
+
+/**
+ * Connects `client` again whenever it ended without being closed (`closed()` false): ioredis'
+ * Sentinel connector ends the client when a connect fails in a way it does not retry by itself
+ * (disconnected while asking the sentinels). Its calls meanwhile fail BACKEND_UNAVAILABLE.
+ */
+export function keepConnecting(client: Redis, closed: () => boolean): void {
+  client.on('end', () => {
+    if (closed()) return;
+    const timer = setTimeout(() => {
+      if (!closed() && client.status === 'end') client.connect().catch(() => {});
+    }, 200);
+    timer.unref();
+  });
 }
