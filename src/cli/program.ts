@@ -35,7 +35,7 @@ pglite:///absolute/dir.
 The URL argument may be left out when WORKLEASE_URL is set.
 URL query options (the same in the library, the CLI and the console; any other is refused):
 ${Object.entries(URL_OPTIONS)
-  .map(([name, o]) => `  ${name.padEnd(16)}${o.kinds.join('/')}: ${o.about}`)
+  .map(([name, o]) => `  ${name.padEnd(18)}${o.kinds.join('/')}: ${o.about}`)
   .join('\n')}
 --schema, --key-prefix and --timeout are ?schema=, ?keyPrefix= and ?callTimeoutMs=;
 giving one both ways with different values is refused.`;
