@@ -22,6 +22,7 @@ import { DEFAULT_BUCKETS, Layout } from './layout.ts';
 import { defaultBusyPollMs } from './poll.ts';
 import type { ScriptDef } from './scripts.ts';
 import * as lua from './scripts.ts';
+import { WireFollower } from './sentinel.ts';
 import { Wire, type WireCommand, WireReplyError } from './wire.ts';
 
 export type Arg = string | Buffer | number;
@@ -166,6 +167,8 @@ export class Sender {
   readonly callTimeoutMs: number;
   /** A Sentinel target (connection.ts): the master moves. */
   private readonly sentinel: boolean;
+  /** Behind Sentinel, keeps {@link wire} at the master (sentinel.ts). */
+  private readonly follower: WireFollower | undefined;
   /** Set by checkLayout (open.ts) from the prefix's meta key, before the first lease call. */
   layout: Layout;
   /** The dataset id every script checks (layout.ts, Dataset identity); set by checkLayout (open.ts). */
@@ -177,7 +180,7 @@ export class Sender {
   private readonly watchdog: DeadlineWatch<TrackedCommand>;
   /**
    * The lease calls' own connection (wire.ts), standalone and behind Sentinel (to the master the
-   * ioredis client reached: {@link followMaster}): a Cluster keeps ioredis, which
+   * ioredis client reached: sentinel.ts, WireFollower): a Cluster keeps ioredis, which
    * follows its redirects, and with `durability` on every lease call goes through ioredis, since
    * WAIT confirms only what its own connection wrote. Connected on the first lease call, so a
    * process that only reads (the console, the CLI) never opens it.
@@ -196,6 +199,7 @@ export class Sender {
     this.kind = target.kind;
     this.url = target.redacted;
     this.sentinel = target.sentinel !== undefined;
+    let follower: WireFollower | undefined;
     this.wire =
       target.kind === 'redis' && options.durability.replicas === 0
         ? new Wire(target, {
@@ -204,45 +208,21 @@ export class Sender {
             callTimeoutMs: this.callTimeoutMs,
             tickMs: tickFor(this.callTimeoutMs),
             busyPollMs: options.busyPollMs ?? defaultBusyPollMs(),
-            ...(this.sentinel ? { address: () => this.masterAddress() } : {}),
+            ...(this.sentinel ? { address: () => follower?.address() } : {}),
           })
         : null;
     // Behind Sentinel the lease calls' connection goes where ioredis went: the master it asked the
     // sentinels for and checked (connection.ts). When ioredis reaches another one, it follows.
-    if (this.sentinel && this.wire !== null) client.on('ready', () => this.followMaster());
-  }
-
-  /** The address of the master the ioredis client is connected to now (Sentinel); else undefined. */
-  private masterAddress(): { host: string; port: number } | undefined {
-    const stream = (this.client as Redis).stream;
-    if (this.client.status !== 'ready' || stream?.remoteAddress === undefined) return undefined;
-    if (stream.remotePort === undefined) return undefined;
-    return { host: stream.remoteAddress, port: stream.remotePort };
-  }
-
-  /** Resets the lease calls' connection when it is not where the ioredis client is (Sentinel). */
-  private followMaster(): void {
-    const at = this.masterAddress();
-    const peer = this.wire?.peer;
-    if (at !== undefined && peer !== undefined && (at.host !== peer.host || at.port !== peer.port)) {
-      this.wire?.reset();
-    }
+    if (this.sentinel && this.wire !== null) follower = new WireFollower(client as Redis, this.wire);
+    this.follower = follower;
   }
 
   /**
    * A failure on the lease calls' connection, classified. Behind Sentinel a READONLY reply means
-   * the master was demoted under it: that connection is reset, and so is ioredis' if it is at the
-   * same server, so that both ask the sentinels again (sentinel.ts).
+   * the master was demoted under it: both connections ask again (sentinel.ts, WireFollower).
    */
   private wireFailure(err: unknown, op: string): WorkleaseError {
-    if (this.sentinel && /^READONLY/.test((err as Error).message ?? '')) {
-      const peer = this.wire?.peer;
-      const at = this.masterAddress();
-      this.wire?.reset();
-      if (at !== undefined && peer !== undefined && at.host === peer.host && at.port === peer.port) {
-        (this.client as Redis).disconnect(true);
-      }
-    }
+    if (/^READONLY/.test((err as Error).message ?? '')) this.follower?.demoted();
     return this.classify(err, op);
   }
 

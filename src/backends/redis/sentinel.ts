@@ -15,6 +15,7 @@
  */
 import { Redis, type RedisOptions } from 'ioredis';
 import { type RedisTarget, tlsFor } from './connection.ts';
+import type { Wire } from './wire.ts';
 
 /** Sentinel's channel for a completed failover: `<name> <old ip> <old port> <new ip> <new port>`. */
 const SWITCH_MASTER = '+switch-master';
@@ -114,4 +115,46 @@ export function keepConnecting(client: Redis, closed: () => boolean): void {
     }, 200);
     timer.unref();
   });
+}
+
+/**
+ * Keeps the lease calls' own connection (wire.ts) at the master the ioredis client reached (asked
+ * of the sentinels and checked: connection.ts): it connects there, and is reset when ioredis gets
+ * ready at another one.
+ */
+export class WireFollower {
+  constructor(
+    private readonly client: Redis,
+    private readonly wire: Wire,
+  ) {
+    client.on('ready', () => {
+      if (!same(this.address(), wire.peer)) wire.reset();
+    });
+  }
+
+  /** The address the ioredis client is connected to now; undefined while it is not ready. */
+  address(): { host: string; port: number } | undefined {
+    const stream = this.client.stream;
+    if (this.client.status !== 'ready' || stream?.remoteAddress === undefined) return undefined;
+    if (stream.remotePort === undefined) return undefined;
+    return { host: stream.remoteAddress, port: stream.remotePort };
+  }
+
+  /**
+   * A READONLY reply on the lease calls' connection: the master was demoted under it. It is reset,
+   * and so is ioredis' connection when it is at the same server, so that both ask again.
+   */
+  demoted(): void {
+    const peer = this.wire.peer;
+    const at = this.address();
+    this.wire.reset();
+    if (at !== undefined && same(at, peer)) this.client.disconnect(true);
+  }
+}
+
+function same(
+  a: { host: string; port: number } | undefined,
+  b: { host: string; port: number } | undefined,
+): boolean {
+  return a === undefined || b === undefined || (a.host === b.host && a.port === b.port);
 }
