@@ -28,6 +28,8 @@ const SCHEMES: Record<string, BackendKind> = {
   'redis:': 'redis',
   'rediss:': 'redis',
   'redis+cluster:': 'redis-cluster',
+  // A Sentinel-managed master is one Redis server at a time: the standalone backend, following failovers.
+  'redis+sentinel:': 'redis',
   'pglite:': 'pglite',
 };
 
@@ -39,7 +41,7 @@ export function parseBackendUrl(url: unknown): ParsedBackendUrl {
   const kind = scheme === undefined ? undefined : SCHEMES[scheme];
   if (kind === undefined) {
     throw new InvalidArgumentError(
-      `unsupported backend URL scheme in '${redactUrl(url)}': use postgres://, postgresql://, redis://, rediss://, redis+cluster://host:port[,host:port…], pglite://memory or pglite:///absolute/dir`,
+      `unsupported backend URL scheme in '${redactUrl(url)}': use postgres://, postgresql://, redis://, rediss://, redis+cluster://host:port[,host:port…], redis+sentinel://host:port[,host:port…]/masterName, pglite://memory or pglite:///absolute/dir`,
     );
   }
   return { kind, redacted: redactUrl(url) };
@@ -116,6 +118,16 @@ export const URL_OPTIONS: Readonly<Record<string, UrlOption>> = {
     about: 'largest checkpoint accepted, bytes (default 1048576)',
   },
   tls: { kinds: REDIS, to: 'driver', about: 'true: connect with TLS (as rediss://)' },
+  db: {
+    kinds: ['redis'],
+    to: 'driver',
+    about: 'redis+sentinel:// only: database number (default 0; redis:// has it as the path)',
+  },
+  sentinelPassword: {
+    kinds: ['redis'],
+    to: 'driver',
+    about: "redis+sentinel:// only: the sentinels' password (redacted in every message)",
+  },
   // node-postgres parameters that make sense for a lease backend. Left out on
   // purpose: application_name and options (the backend sets them: the
   // connection name operators find it by, and the plan cache mode), and the

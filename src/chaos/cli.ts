@@ -10,13 +10,17 @@ import { redactUrl } from '../backends/url.ts';
 import { FAULT_KINDS, type FaultKind } from './history.ts';
 import { runChaos } from './runner.ts';
 
-const USAGE = `usage: npm run chaos -- (--backend <url> | --private-redis) [--workers 8] [--items 4] [--seconds 60]
+const USAGE = `usage: npm run chaos -- (--backend <url> | --private-redis | --private-sentinel) [--workers 8] [--items 4] [--seconds 60]
                       [--ttl-ms 1000] [--fault-every-ms 400] [--faults kill,pause,freeze,force-release,request-release,restart,failover]
-                      [--broken] [--keep] [--verbose]
+                      [--broken] [--keep] [--in-process] [--verbose]
 
-  --backend        postgres://…, redis://…, redis+cluster://h1:p1,h2:p2,…, pglite://memory
+  --backend        postgres://…, redis://…, redis+cluster://h1:p1,h2:p2,…,
+                   redis+sentinel://s1:p1,s2:p2,…/masterName, pglite://memory
   --private-redis  start a private Redis master + replica on loopback ports for the run, and add the
                    data-loss faults: restart (without persistence) and failover (to a lagging replica)
+  --private-sentinel  start a private master + replica + three sentinels (redis+sentinel://) on loopback
+                   ports; failover kills the master (SIGKILL) and the sentinels promote the replica
+  --in-process     run the holders in one thread through one backend object (not one per worker thread)
   --broken   run through a backend wrapper that skips fencing (the checker must then report violations)
   --keep     keep the run's schema / key prefix for inspection
 
@@ -36,6 +40,8 @@ async function main(): Promise<number> {
       options: {
         backend: { type: 'string' },
         'private-redis': { type: 'boolean' },
+        'private-sentinel': { type: 'boolean' },
+        'in-process': { type: 'boolean' },
         workers: { type: 'string' },
         items: { type: 'string' },
         seconds: { type: 'string' },
@@ -58,10 +64,15 @@ async function main(): Promise<number> {
       return 0;
     }
     const privateRedis = args.values['private-redis'] ?? false;
-    const url = privateRedis ? 'redis://private' : args.values.backend;
-    if (url === undefined) throw new Error('--backend (or --private-redis) is required');
-    if (privateRedis && args.values.backend !== undefined)
-      throw new Error('--backend and --private-redis exclude each other');
+    const privateSentinel = args.values['private-sentinel'] ?? false;
+    const url = privateRedis
+      ? 'redis://private'
+      : privateSentinel
+        ? 'redis+sentinel://private/m'
+        : args.values.backend;
+    if (url === undefined) throw new Error('--backend (or --private-redis, --private-sentinel) is required');
+    if ([privateRedis, privateSentinel, args.values.backend !== undefined].filter(Boolean).length > 1)
+      throw new Error('--backend, --private-redis and --private-sentinel exclude each other');
     let faults: FaultKind[] | undefined;
     if (args.values.faults !== undefined) {
       faults = args.values.faults.split(',').map((f) => {
@@ -79,6 +90,8 @@ async function main(): Promise<number> {
       broken: args.values.broken ?? false,
       keep: args.values.keep ?? false,
       privateRedis,
+      privateSentinel,
+      inProcess: args.values['in-process'] ?? false,
     };
     if (faults !== undefined) options.faults = faults;
     if (args.values.verbose) options.log = (line) => console.error(line);

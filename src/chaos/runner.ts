@@ -15,6 +15,10 @@
  * `failover` (the replica lags for a while, then the master is killed and the
  * replica promoted at the same address).
  *
+ * With `privateSentinel` the run starts its own master + replica + three sentinels
+ * (sentinel-servers.ts) on a `redis+sentinel://` URL, and `failover` kills the master (SIGKILL) for
+ * the sentinels to promote the replica; the old master comes back empty as the new replica.
+ *
  * PGlite lives inside one thread, so its holders run as concurrent loops in the
  * runner's own thread: connection kills and pauses do not apply to it, and a
  * freeze blocks all of its holders (and the database) at once.
@@ -41,6 +45,7 @@ import {
   SCHEDULED_ONLY_FAULTS,
 } from './history.ts';
 import { brokenBackend, outcomeOf, recordingBackend } from './recording.ts';
+import { type SentinelRedis, startSentinelRedis } from './sentinel-servers.ts';
 import { type ReplicatedRedis, startReplicatedRedis } from './servers.ts';
 import type { FromThread, ThreadData, ToThread } from './thread.ts';
 import { freezeEvent, freezeThread, runWorker, type WorkerControl, type WorkerStats } from './worker.ts';
@@ -50,6 +55,13 @@ export interface ChaosOptions {
   url: string;
   /** Start a private Redis master + replica for the run (and allow the `restart` / `failover` faults). */
   privateRedis?: boolean;
+  /**
+   * Start a private Sentinel topology (master, replica, three sentinels) for the run; its `failover`
+   * fault kills the master and waits for the sentinels to promote the replica.
+   */
+  privateSentinel?: boolean;
+  /** Run the holders as loops in this thread, all through one backend object (PGlite always does). */
+  inProcess?: boolean;
   /** Concurrent holders. Default 8. */
   workers?: number;
   /** Work items they contend for. Default 4. */
@@ -101,8 +113,14 @@ export interface ChaosResult {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The faults that make sense on a backend (the data-loss ones only on a private Redis pair). */
-export function applicableFaults(kind: BackendKind, privateRedis = false): FaultKind[] {
+export function applicableFaults(
+  kind: BackendKind,
+  privateRedis = false,
+  privateSentinel = false,
+): FaultKind[] {
   if (kind === 'pglite') return ['freeze', 'force-release', 'request-release'];
+  // A Sentinel URL names the sentinels, which CLIENT KILL / CLIENT PAUSE would hit instead of the master.
+  if (privateSentinel) return ['freeze', 'force-release', 'request-release', 'failover'];
   if (kind === 'postgres') return ['kill', 'freeze', 'force-release', 'request-release'];
   const drawn = FAULT_KINDS.filter((f) => !SCHEDULED_ONLY_FAULTS.has(f));
   if (kind === 'redis' && privateRedis) return drawn;
@@ -289,6 +307,14 @@ async function readFinals(admin: () => Promise<LeaseBackend>, items: string[]): 
 }
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
+  if (options.privateSentinel) {
+    const sentinel = await startSentinelRedis();
+    try {
+      return await runOn({ ...options, url: sentinel.url }, null, sentinel);
+    } finally {
+      await sentinel.stop();
+    }
+  }
   const pair: ReplicatedRedis | null = options.privateRedis ? await startReplicatedRedis() : null;
   try {
     return await runOn(pair === null ? options : { ...options, url: pair.url }, pair);
@@ -297,7 +323,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   }
 }
 
-async function runOn(options: ChaosOptions, pair: ReplicatedRedis | null): Promise<ChaosResult> {
+async function runOn(
+  options: ChaosOptions,
+  pair: ReplicatedRedis | null,
+  sentinel: SentinelRedis | null = null,
+): Promise<ChaosResult> {
   const { kind } = parseBackendUrl(options.url);
   const workers = options.workers ?? 8;
   const itemCount = options.items ?? 4;
@@ -305,7 +335,7 @@ async function runOn(options: ChaosOptions, pair: ReplicatedRedis | null): Promi
   const ttlMs = options.ttlMs ?? 1000;
   const intervalMs = options.intervalMs ?? Math.max(1, Math.floor(ttlMs / 4));
   const faultEveryMs = options.faultEveryMs ?? 400;
-  const applicable = applicableFaults(kind, pair !== null);
+  const applicable = applicableFaults(kind, pair !== null, sentinel !== null);
   const faults = (options.faults ?? applicable).filter((f) => applicable.includes(f));
   const namespace = options.namespace ?? `chaos_${randomBytes(4).toString('hex')}`;
   const log = options.log ?? (() => {});
@@ -346,7 +376,7 @@ async function runOn(options: ChaosOptions, pair: ReplicatedRedis | null): Promi
     // The real deadline is set once every holder is loaded and ready.
     const config = (index: number): ThreadData['config'] => ({ index, items, ttlMs, intervalMs, untilMs: 0 });
     holdersRef =
-      kind === 'pglite'
+      kind === 'pglite' || options.inProcess
         ? inProcessHolders(workers, options.broken ? brokenBackend(admin) : admin, config, history)
         : threadHolders(
             workers,
@@ -437,6 +467,19 @@ async function runOn(options: ChaosOptions, pair: ReplicatedRedis | null): Promi
         return;
       }
       case 'failover': {
+        if (sentinel !== null) {
+          // The replica the sentinels made of the last killed master must be online first.
+          await sentinel.sync(60_000, false);
+          const at = now();
+          const r = await sentinel.killMaster();
+          history.push({
+            type: 'fault',
+            kind: 'failover',
+            at,
+            detail: `master :${r.from} killed (SIGKILL), sentinels promoted :${r.to} after ${r.promotedAfterMs} ms`,
+          });
+          return;
+        }
         const at = now();
         // The replica lags for a part of a ttl while holders keep writing, then takes over.
         pair!.lag();

@@ -29,12 +29,14 @@ import {
 } from './context.ts';
 import { EXIT_HELP } from './errors.ts';
 
-const URL_HELP = `Backend URLs: postgres://user@host:5432/db, redis://host:6379, rediss://…,
-redis+cluster://host:port[,host:port…], pglite://memory, pglite:///absolute/dir.
+const URL_HELP = `Backend URLs: postgres://user@host:5432/db, redis://host:6379[/db], rediss://…,
+redis+sentinel://host:port[,host:port…]/masterName (a master named by Sentinel, followed across
+failovers), redis+cluster://host:port[,host:port…] (Redis Cluster), pglite://memory,
+pglite:///absolute/dir.
 The URL argument may be left out when WORKLEASE_URL is set.
 URL query options (the same in the library, the CLI and the console; any other is refused):
 ${Object.entries(URL_OPTIONS)
-  .map(([name, o]) => `  ${name.padEnd(16)}${o.kinds.join('/')}: ${o.about}`)
+  .map(([name, o]) => `  ${name.padEnd(18)}${o.kinds.join('/')}: ${o.about}`)
   .join('\n')}
 --schema, --key-prefix and --timeout are ?schema=, ?keyPrefix= and ?callTimeoutMs=;
 giving one both ways with different values is refused.`;

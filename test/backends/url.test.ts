@@ -59,6 +59,8 @@ describe('resolveBackendUrl', () => {
       'busyPollMs',
       'maxStateBytes',
       'tls',
+      'db',
+      'sentinelPassword',
     ]);
     expect(urlOptionNames('pglite')).toEqual(['schema', 'callTimeoutMs', 'maxStateBytes']);
     expect(refusal(() => resolveBackendUrl('postgres://h/db?application_name=x'))).toMatch(/unknown option/);

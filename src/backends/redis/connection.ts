@@ -1,6 +1,6 @@
 /**
- * Parsing `redis://`, `rediss://` and `redis+cluster://` URLs and building the
- * ioredis client with the retry behaviour the lease contract needs.
+ * Parsing `redis://`, `rediss://`, `redis+cluster://` and `redis+sentinel://` URLs and building
+ * the ioredis client with the retry behaviour the lease contract needs.
  *
  * Retry policy (why these options): every lease call is a single attempt and
  * the holder layer owns retries (DESIGN §2). A script whose reply was lost may
@@ -23,8 +23,15 @@
  *   which also makes a call that timed out while queued unable to run later.
  *   The node connect timeout is half of callTimeoutMs, so a call queued on a
  *   cluster node that is still connecting is normally written well before that.
+ * - Sentinel (`redis+sentinel://`): every (re)connect asks the sentinels for the master and
+ *   checks that the server it reached calls itself master (ioredis' ready check), so a reconnect
+ *   after a failover reaches the new master. A READONLY reply (the master was demoted under us)
+ *   fails that call and makes the client reconnect (`reconnectOnError` 1: never re-sent), and
+ *   sentinel.ts drops the connection on Sentinel's `+switch-master`. A call in flight then fails
+ *   BACKEND_UNAVAILABLE; the next one waits for the new master (send.ts, the ready gate).
  * Reconnection itself continues in the background forever with a capped backoff.
  */
+import net from 'node:net';
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
 import { InvalidArgumentError } from '../../lease/errors.ts';
 import type { ResolvedOptions } from '../common.ts';
@@ -32,7 +39,10 @@ import { redactUrl } from '../url.ts';
 
 export interface RedisTarget {
   kind: 'redis' | 'redis-cluster';
+  /** The server, the Cluster's seed nodes, or (with {@link sentinel}) the sentinels. */
   nodes: Array<{ host: string; port: number }>;
+  /** `redis+sentinel://`: the master's name at the sentinels, and their password. */
+  sentinel?: { name: string; password: string | undefined };
   username: string | undefined;
   password: string | undefined;
   db: number;
@@ -67,44 +77,123 @@ function parseHostPort(url: string, text: string): { host: string; port: number 
   return { host: m[1].replace(/^\[|\]$/g, ''), port: parsePort(url, m[2]) };
 }
 
+/** The query parameters a Redis URL passes to the driver (url.ts, URL_OPTIONS), checked. */
+function parseParams(url: string, query: string, sentinel: boolean): URLSearchParams {
+  const params = new URLSearchParams(query);
+  const known = sentinel ? ['tls', 'db', 'sentinelPassword'] : ['tls'];
+  for (const key of params.keys()) {
+    if (known.includes(key)) continue;
+    const only = key === 'db' || key === 'sentinelPassword' ? ' (only redis+sentinel:// takes it)' : '';
+    throw bad(url, `unknown parameter '${key}'${only} (known: ${known.join(', ')})`);
+  }
+  const tlsParam = params.get('tls');
+  if (tlsParam !== null && tlsParam !== 'true' && tlsParam !== 'false')
+    throw bad(url, 'tls must be true or false');
+  return params;
+}
+
+function parseDb(url: string, text: string): number {
+  // Redis' own limit is the server's `databases` setting, checked when opening (open.ts, selectDb).
+  if (!/^\d{1,5}$/.test(text)) throw bad(url, `bad database number '${text}'`);
+  return Number(text);
+}
+
 /**
- * `redis://[user[:password]@]host[:port][/db]`, `rediss://…` (TLS), and
- * `redis+cluster://[user[:password]@]host:port[,host:port…][?tls=true]` (seed nodes).
+ * `redis://[user[:password]@]host[:port][/db]`, `rediss://…` (TLS),
+ * `redis+cluster://[user[:password]@]host:port[,host:port…][?tls=true]` (seed nodes), and
+ * `redis+sentinel://[user[:password]@]host:port[,host:port…]/<masterName>[?db=…&sentinelPassword=…&tls=…]`
+ * (the sentinels; user and password are the master's).
  */
 export function parseRedisUrl(url: string): RedisTarget {
-  const m = /^(redis|rediss|redis\+cluster):\/\/(?:([^@/]*)@)?([^/?#]*)(\/[^?#]*)?(?:\?([^#]*))?$/i.exec(url);
-  if (m === null) throw bad(url, 'expected redis://, rediss:// or redis+cluster://host:port[,host:port…]');
+  const m =
+    /^(redis|rediss|redis\+cluster|redis\+sentinel):\/\/(?:([^@/]*)@)?([^/?#]*)(\/[^?#]*)?(?:\?([^#]*))?$/i.exec(
+      url,
+    );
+  if (m === null)
+    throw bad(
+      url,
+      'expected redis://, rediss://, redis+cluster://host:port[,host:port…] or redis+sentinel://host:port[,host:port…]/masterName',
+    );
   const scheme = (m[1] ?? '').toLowerCase();
   const [userPart = '', ...rest] = (m[2] ?? '').split(':');
   const username = decode(url, userPart);
   const password = rest.length > 0 ? decode(url, rest.join(':')) : undefined;
   const hostList = m[3] ?? '';
   if (hostList === '') throw bad(url, 'no host');
-  const params = new URLSearchParams(m[5] ?? '');
-  for (const key of params.keys()) {
-    if (key !== 'tls') throw bad(url, `unknown parameter '${key}' (known: tls)`);
-  }
-  const tlsParam = params.get('tls');
-  if (tlsParam !== null && tlsParam !== 'true' && tlsParam !== 'false')
-    throw bad(url, 'tls must be true or false');
-  const tls = scheme === 'rediss' || tlsParam === 'true';
+  const params = parseParams(url, m[5] ?? '', scheme === 'redis+sentinel');
+  const tls = scheme === 'rediss' || params.get('tls') === 'true';
   const path = (m[4] ?? '').replace(/^\//, '');
+  const redacted = redactUrl(url);
   if (scheme === 'redis+cluster') {
     if (path !== '') throw bad(url, 'a cluster URL has no database number (Redis Cluster has only db 0)');
     const nodes = hostList.split(',').map((h) => parseHostPort(url, h));
-    return { kind: 'redis-cluster', nodes, username, password, db: 0, tls, redacted: redactUrl(url) };
+    return { kind: 'redis-cluster', nodes, username, password, db: 0, tls, redacted };
   }
-  if (hostList.includes(',')) throw bad(url, 'several hosts need redis+cluster://');
-  if (path !== '' && !/^\d{1,5}$/.test(path)) throw bad(url, `bad database number '${path}'`);
+  if (scheme === 'redis+sentinel') {
+    const name = path === '' ? undefined : decode(url, path);
+    if (name === undefined || name.includes('/'))
+      throw bad(url, 'a sentinel URL names its master: redis+sentinel://host:port[,host:port…]/masterName');
+    const nodes = hostList.split(',').map((h) => parseHostPort(url, h));
+    const db = params.get('db');
+    return {
+      kind: 'redis',
+      nodes,
+      sentinel: { name, password: params.get('sentinelPassword') ?? undefined },
+      username,
+      password,
+      db: db === null ? 0 : parseDb(url, db),
+      tls,
+      redacted,
+    };
+  }
+  if (hostList.includes(',')) throw bad(url, 'several hosts need redis+cluster:// or redis+sentinel://');
   return {
     kind: 'redis',
     nodes: [parseHostPort(url, hostList)],
     username,
     password,
-    db: path === '' ? 0 : Number(path),
+    db: path === '' ? 0 : parseDb(url, path),
     tls,
-    redacted: redactUrl(url),
+    redacted,
   };
+}
+
+/**
+ * TLS options for a connection to `host`: the host as SNI server name, unless it is an IP address
+ * (Node warns, DEP0123, and RFC 6066 allows only host names there).
+ */
+export function tlsFor(host: string): { servername?: string } {
+  return net.isIP(host) === 0 ? { servername: host } : {};
+}
+
+/**
+ * A sentinel target's options (connection.ts header, Sentinel): the sentinels, the master's name,
+ * READONLY as a reason to reconnect (the failed call is not re-sent), no failover detector of
+ * ioredis (its sentinel connections have no error listener, so a dead sentinel would print to
+ * stderr: sentinel.ts watches `+switch-master` instead).
+ */
+function sentinelOptions(target: RedisTarget, base: RedisOptions): RedisOptions {
+  const s = target.sentinel!;
+  const options: RedisOptions = {
+    ...base,
+    sentinels: target.nodes,
+    name: s.name,
+    role: 'master',
+    db: target.db,
+    failoverDetector: false,
+    updateSentinels: false,
+    sentinelCommandTimeout: base.connectTimeout,
+    sentinelRetryStrategy: (times) => Math.min(50 * times, 1000),
+    reconnectOnError: (err) => (/^READONLY/.test(err.message) ? 1 : false),
+    retryStrategy: (times) => Math.min(50 * times, 1000),
+  };
+  if (s.password !== undefined) options.sentinelPassword = s.password;
+  if (target.tls) {
+    options.tls = {};
+    options.sentinelTLS = {};
+    options.enableTLSForSentinelMode = true;
+  }
+  return options;
 }
 
 export type RedisClient = Redis | Cluster;
@@ -139,6 +228,7 @@ export function createSubscriber(target: RedisTarget, options: ResolvedOptions):
       clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
     });
   }
+  if (target.sentinel !== undefined) return new Redis(sentinelOptions(target, nodeOptions));
   const node = target.nodes[0]!;
   const standalone: RedisOptions = {
     ...nodeOptions,
@@ -147,7 +237,7 @@ export function createSubscriber(target: RedisTarget, options: ResolvedOptions):
     db: target.db,
     retryStrategy: (times) => Math.min(50 * times, 1000),
   };
-  if (target.tls) standalone.tls = { servername: node.host };
+  if (target.tls) standalone.tls = tlsFor(node.host);
   return new Redis(standalone);
 }
 
@@ -180,6 +270,9 @@ export function createClient(target: RedisTarget, options: ResolvedOptions): Red
     };
     return new Cluster(target.nodes, clusterOptions);
   }
+  if (target.sentinel !== undefined) {
+    return new Redis({ ...sentinelOptions(target, nodeOptions), enableOfflineQueue: false });
+  }
   const node = target.nodes[0]!;
   const standalone: RedisOptions = {
     ...nodeOptions,
@@ -189,6 +282,6 @@ export function createClient(target: RedisTarget, options: ResolvedOptions): Red
     enableOfflineQueue: false,
     retryStrategy: (times) => Math.min(50 * times, 1000),
   };
-  if (target.tls) standalone.tls = { servername: node.host };
+  if (target.tls) standalone.tls = tlsFor(node.host);
   return new Redis(standalone);
 }

@@ -27,7 +27,10 @@ const REPLY_PREFIX: Record<string, Verdict> = {
   TRYAGAIN: ErrorCode.BACKEND_UNAVAILABLE, // slot migrating; ioredis already retried
   MOVED: ErrorCode.BACKEND_UNAVAILABLE, // redirect storm beyond maxRedirections
   ASK: ErrorCode.BACKEND_UNAVAILABLE,
-  READONLY: ErrorCode.BACKEND_UNAVAILABLE, // we reached a replica after a failover
+  // A replica: during a Sentinel failover a passing state (BACKEND_UNAVAILABLE, the client asks the
+  // sentinels again); on a plain URL the address is a replica's, which waiting never fixes
+  // (classifyRedisError makes it FORBIDDEN).
+  READONLY: ErrorCode.BACKEND_UNAVAILABLE,
   NOREPLICAS: ErrorCode.BACKEND_UNAVAILABLE, // min-replicas-to-write not met
   OOM: ErrorCode.BACKEND_UNAVAILABLE, // maxmemory reached: writes refused until memory frees up
   // Credentials or ACLs: retrying will not help.
@@ -84,6 +87,34 @@ function withErrno(err: unknown, depth = 0): unknown {
   return inner === undefined || inner === null || depth > 3 ? undefined : withErrno(inner, depth + 1);
 }
 
+/**
+ * Node's TLS failures: a certificate the client does not trust or that names another host, and a
+ * server that answered the handshake with something other than TLS.
+ */
+const TLS_CODES = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+  'ERR_SSL_PACKET_LENGTH_TOO_LONG',
+]);
+
+/** The TLS failure among `err` and the last socket error, if any. */
+function tlsFailure(err: unknown, socketError: unknown): Error | undefined {
+  for (const e of [err, socketError]) {
+    const code = typeof e === 'object' && e !== null ? (e as { code?: unknown }).code : undefined;
+    if (e instanceof Error && typeof code === 'string' && TLS_CODES.has(code)) return e;
+  }
+  return undefined;
+}
+
+export const TLS_CERT_HINT =
+  'the server certificate is not trusted or names another host: give Node its CA (NODE_EXTRA_CA_CERTS=<file>) or connect by the name the certificate carries';
+
 /** Reply prefixes that mean the login itself failed. */
 const AUTH_PREFIXES = new Set(['NOAUTH', 'WRONGPASS']);
 
@@ -93,16 +124,36 @@ const AUTH_PREFIXES = new Set(['NOAUTH', 'WRONGPASS']);
  * with only "Connection is closed." (standalone) or "None of startup nodes is
  * available" (cluster), and reports the reason (ENOTFOUND, ECONNREFUSED, …) as
  * an 'error' / 'node error' event: `socketError` is the last one seen, so the
- * message and `details.reason` say why.
+ * message and `details.reason` say why. `followsFailover` (a Sentinel target): READONLY is a
+ * failover in progress (BACKEND_UNAVAILABLE); otherwise the URL names a replica (FORBIDDEN, final).
  */
 export function classifyRedisError(
   err: unknown,
   op: string,
   url: string,
   socketError: unknown = undefined,
+  followsFailover = false,
 ): WorkleaseError {
   if (err instanceof WorkleaseError) return err;
   const message = err instanceof Error ? err.message : String(err);
+  if (!followsFailover && err instanceof Error && err.name === 'ReplyError' && /^READONLY/.test(message)) {
+    return new ForbiddenError(
+      `${op} on ${url} reached a read-only replica, which refuses writes (${message}): point the URL at the master, or use redis+sentinel://<sentinels>/<masterName> to follow failovers`,
+      { cause: err, details: { code: 'READONLY', reason: 'replica' } },
+    );
+  }
+  const tlsError = tlsFailure(err, socketError);
+  if (tlsError !== undefined) {
+    const code = (tlsError as { code?: string }).code!;
+    const hint =
+      code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG'
+        ? 'the server does not speak TLS: use redis:// (or tls=false) for a plain server'
+        : TLS_CERT_HINT;
+    return new BackendUnavailableError(`${op} on ${url} failed: ${tlsError.message} — ${hint}`, {
+      cause: tlsError,
+      details: { code, reason: 'tls' },
+    });
+  }
   const verdict = verdictOf(err);
   switch (verdict) {
     case ErrorCode.BACKEND_UNAVAILABLE: {

@@ -1,6 +1,7 @@
 /**
- * The Redis backend: standalone Redis (`redis://`, `rediss://`) and Redis
- * Cluster (`redis+cluster://host:port[,host:port…]`) with the same scripts.
+ * The Redis backend: standalone Redis (`redis://`, `rediss://`), a Sentinel-managed master
+ * (`redis+sentinel://host:port[,host:port…]/masterName`, followed across failovers: sentinel.ts)
+ * and Redis Cluster (`redis+cluster://host:port[,host:port…]`) with the same scripts.
  *
  * This file: the driver and its lease calls. Layout and the reasons for it:
  * layout.ts. The scripts, their atomicity and every outcome: scripts.ts.
@@ -20,6 +21,8 @@
  *   only when an entry after the cursor was trimmed (scripts.ts, STREAM_INFO).
  * - `audit` without a work id merges the buckets' audit streams by time.
  */
+
+import type { Redis } from 'ioredis';
 import {
   BackendUnavailableError,
   FencedError,
@@ -54,15 +57,17 @@ import { socketErrno } from '../errno.ts';
 import { ServerClock } from '../server-clock.ts';
 import * as admin from './admin.ts';
 import { createClient, parseRedisUrl, type RedisClient, type RedisTarget } from './connection.ts';
+import { withTlsHint } from './diagnose.ts';
 import { classifyRedisError } from './errors.ts';
 import { ChangeWatch, changeCursor, changes } from './feed.ts';
 import { Layout } from './layout.ts';
 import { count, list } from './listing.ts';
-import { checkLayout, connect } from './open.ts';
+import { checkLayout, connect, selectDb } from './open.ts';
 import { iso, parsePacked, parseRequest } from './packed.ts';
 import { inspectLoss, recover } from './recover.ts';
 import { STAGED_MIN_BYTES } from './scripts.ts';
 import { type Nullable, S, Sender } from './send.ts';
+import { keepConnecting, MasterFollower, SentinelWatch } from './sentinel.ts';
 
 export { parseRedisUrl } from './connection.ts';
 export { Layout } from './layout.ts';
@@ -79,6 +84,10 @@ class RedisDriver implements LeaseDriver {
    */
   private readonly clocks: (ServerClock | undefined)[] = [];
   private readonly opened = new ServerClock();
+  /** A Sentinel target's `+switch-master` subscriptions (sentinel.ts); null otherwise. */
+  private readonly sentinelWatch: SentinelWatch | null;
+  /** Set by {@link close} / {@link drop}: the client may end for good. */
+  private closed = false;
 
   constructor(
     private readonly client: RedisClient,
@@ -89,9 +98,20 @@ class RedisDriver implements LeaseDriver {
     this.watch = new ChangeWatch(this.io);
     this.kind = target.kind;
     this.url = target.redacted;
+    if (target.sentinel === undefined) this.sentinelWatch = null;
+    else {
+      const follower = new MasterFollower(client as Redis);
+      keepConnecting(client as Redis, () => this.closed);
+      this.sentinelWatch = new SentinelWatch(
+        target,
+        Math.max(1, Math.floor(options.callTimeoutMs / 2)),
+        (to) => follower.switched(to),
+      );
+    }
   }
 
-  checkLayout(migrate: boolean): Promise<void> {
+  async checkLayout(migrate: boolean): Promise<void> {
+    await selectDb(this.io);
     return checkLayout(this.io, migrate);
   }
 
@@ -406,7 +426,18 @@ class RedisDriver implements LeaseDriver {
     return this.watch.watchChanges(onWake);
   }
 
+  /** Ends every connection at once, without QUIT (an open that failed). */
+  drop(): void {
+    this.closed = true;
+    this.sentinelWatch?.close();
+    this.watch.close();
+    this.io.close();
+    this.client.disconnect();
+  }
+
   async close(): Promise<void> {
+    this.closed = true;
+    this.sentinelWatch?.close();
     this.watch.close();
     this.io.close();
     let timer: NodeJS.Timeout | undefined;
@@ -447,8 +478,9 @@ async function connectDriver(
     await connect(client, target, o.callTimeoutMs);
     await run(driver, o);
   } catch (err) {
-    client.disconnect();
-    throw classifyRedisError(err, 'open', target.redacted, socketError);
+    driver.drop();
+    const e = classifyRedisError(err, 'open', target.redacted, socketError, target.sentinel !== undefined);
+    throw await withTlsHint(e, target, Math.min(o.callTimeoutMs, 2000));
   }
   return { client, driver, o };
 }

@@ -3,7 +3,12 @@
  * the buckets' dataset ids (layout.ts, Dataset identity).
  */
 import { randomBytes } from 'node:crypto';
-import { BackendUnavailableError, DatasetLostError, SchemaMismatchError } from '../../lease/errors.ts';
+import {
+  BackendUnavailableError,
+  DatasetLostError,
+  InvalidArgumentError,
+  SchemaMismatchError,
+} from '../../lease/errors.ts';
 import { migrateCommandFor } from '../url.ts';
 import type { RedisClient, RedisTarget } from './connection.ts';
 import { DEFAULT_BUCKETS, LAYOUT_VERSION, Layout, RENUMBERED_LAYOUTS, UPGRADABLE_LAYOUT } from './layout.ts';
@@ -121,6 +126,28 @@ function lostAtOpen(
     `${where} holds dataset ${dataset}, but ${buckets.length === 0 ? 'its meta key changed while migrating' : `${buckets.length} bucket(s) (first: b${buckets[0]}) ${found === null ? 'lost their data' : `hold another dataset (${found})`}`}: part of the data is gone (a Redis node restarted without persistence?), and worklease does not recreate it. To start over (tokens stay increasing: docs/durability.md), delete the keys matching '${io.prefix}:*'`,
     { details: { keyPrefix: io.prefix, dataset, buckets } },
   );
+}
+
+/**
+ * A database number other than 0 is selected once more and checked: ioredis reports a refused
+ * SELECT (a number at or above the server's `databases` setting) only as an 'error' event and then
+ * works in database 0, where the leases of another namespace may live.
+ */
+export async function selectDb(io: Sender): Promise<void> {
+  const db = io.target.db;
+  if (db === 0) return;
+  try {
+    await io.send('open', 'select', [String(db)]);
+  } catch (err) {
+    const cause = (err as { cause?: unknown }).cause ?? err;
+    if (cause instanceof Error && /DB index is out of range/i.test(cause.message)) {
+      throw new InvalidArgumentError(
+        `${io.url} names database ${db}, which the server does not have (${cause.message}): use a number below its \`databases\` setting (16 by default)`,
+        { cause, details: { db } },
+      );
+    }
+    throw err;
+  }
 }
 
 export async function connect(client: RedisClient, target: RedisTarget, timeoutMs: number): Promise<void> {

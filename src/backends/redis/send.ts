@@ -7,7 +7,12 @@
 import { createHash } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { Command, type Redis } from 'ioredis';
-import { BackendUnavailableError, DatasetLostError, NotDurableError } from '../../lease/errors.ts';
+import {
+  BackendUnavailableError,
+  DatasetLostError,
+  NotDurableError,
+  type WorkleaseError,
+} from '../../lease/errors.ts';
 import type { ResolvedOptions } from '../common.ts';
 import { DeadlineWatch, tickFor } from '../deadlines.ts';
 import type { RedisClient, RedisTarget } from './connection.ts';
@@ -17,6 +22,7 @@ import { DEFAULT_BUCKETS, Layout } from './layout.ts';
 import { defaultBusyPollMs } from './poll.ts';
 import type { ScriptDef } from './scripts.ts';
 import * as lua from './scripts.ts';
+import { WireFollower } from './sentinel.ts';
 import { Wire, type WireCommand, WireReplyError } from './wire.ts';
 
 export type Arg = string | Buffer | number;
@@ -159,6 +165,10 @@ export class Sender {
   readonly url: string;
   readonly prefix: string;
   readonly callTimeoutMs: number;
+  /** A Sentinel target (connection.ts): the master moves. */
+  private readonly sentinel: boolean;
+  /** Behind Sentinel, keeps {@link wire} at the master (sentinel.ts). */
+  private readonly follower: WireFollower | undefined;
   /** Set by checkLayout (open.ts) from the prefix's meta key, before the first lease call. */
   layout: Layout;
   /** The dataset id every script checks (layout.ts, Dataset identity); set by checkLayout (open.ts). */
@@ -169,7 +179,8 @@ export class Sender {
   /** Times out commands at their call deadline, with one coarse timer (deadlines.ts). */
   private readonly watchdog: DeadlineWatch<TrackedCommand>;
   /**
-   * The lease calls' own connection (wire.ts), standalone only: a Cluster keeps ioredis, which
+   * The lease calls' own connection (wire.ts), standalone and behind Sentinel (to the master the
+   * ioredis client reached: sentinel.ts, WireFollower): a Cluster keeps ioredis, which
    * follows its redirects, and with `durability` on every lease call goes through ioredis, since
    * WAIT confirms only what its own connection wrote. Connected on the first lease call, so a
    * process that only reads (the console, the CLI) never opens it.
@@ -187,6 +198,8 @@ export class Sender {
     this.watchdog = new DeadlineWatch<TrackedCommand>(tickFor(this.callTimeoutMs), abandon);
     this.kind = target.kind;
     this.url = target.redacted;
+    this.sentinel = target.sentinel !== undefined;
+    let follower: WireFollower | undefined;
     this.wire =
       target.kind === 'redis' && options.durability.replicas === 0
         ? new Wire(target, {
@@ -195,8 +208,27 @@ export class Sender {
             callTimeoutMs: this.callTimeoutMs,
             tickMs: tickFor(this.callTimeoutMs),
             busyPollMs: options.busyPollMs ?? defaultBusyPollMs(),
+            ...(this.sentinel ? { address: () => follower?.address() } : {}),
           })
         : null;
+    // Behind Sentinel the lease calls' connection goes where ioredis went: the master it asked the
+    // sentinels for and checked (connection.ts). When ioredis reaches another one, it follows.
+    if (this.sentinel && this.wire !== null) follower = new WireFollower(client as Redis, this.wire);
+    this.follower = follower;
+  }
+
+  /**
+   * A failure on the lease calls' connection, classified. Behind Sentinel a READONLY reply means
+   * the master was demoted under it: both connections ask again (sentinel.ts, WireFollower).
+   */
+  private wireFailure(err: unknown, op: string): WorkleaseError {
+    if (/^READONLY/.test((err as Error).message ?? '')) this.follower?.demoted();
+    return this.classify(err, op);
+  }
+
+  /** `err` of `op` as a worklease error (errors.ts); READONLY is transient only behind Sentinel. */
+  classify(err: unknown, op: string): WorkleaseError {
+    return classifyRedisError(err, op, this.url, undefined, this.target.sentinel !== undefined);
   }
 
   /** Closes the lease calls' connection; the ioredis client is the driver's to close. */
@@ -221,7 +253,7 @@ export class Sender {
     } catch (err) {
       const asEval = evalOnNoScript(err, args);
       if (asEval !== undefined) return this.send<T>(op, 'eval', asEval, buffers);
-      throw classifyRedisError(err, op, this.url);
+      throw this.wireFailure(err, op);
     }
   }
 
@@ -271,7 +303,7 @@ export class Sender {
         return reply;
       } catch (err) {
         this.watchdog.delete(cmd);
-        const e = classifyRedisError(err, op, this.url);
+        const e = this.classify(err, op);
         const asEval = cmdName === 'evalsha' ? evalOnNoScript(err, cmdArgs) : undefined;
         if (asEval !== undefined) {
           cmdName = 'eval';
@@ -333,6 +365,9 @@ export class Sender {
    */
   async transaction(op: string, commands: WireCommand[], buffers: boolean): Promise<unknown[] | undefined> {
     const w = this.wire;
+    // Not behind Sentinel: a write queued on a demoted master makes EXEC fail with EXECABORT, which
+    // hides the READONLY that would say so; the scripts fail with READONLY itself.
+    if (this.sentinel) return undefined;
     if (w === null || !w.ready) {
       w?.start();
       return undefined;
@@ -340,14 +375,14 @@ export class Sender {
     try {
       return (await w.transaction(commands, buffers)) as unknown[];
     } catch (err) {
-      throw classifyRedisError(err, op, this.url);
+      throw this.classify(err, op);
     }
   }
 
   /** Throws the first error reply among a {@link transaction}'s replies, classified. */
   fail(op: string, replies: readonly unknown[]): void {
     const failed = replies.find((x) => x instanceof WireReplyError);
-    if (failed !== undefined) throw classifyRedisError(failed, op, this.url);
+    if (failed !== undefined) throw this.classify(failed, op);
   }
 
   /**

@@ -21,6 +21,8 @@
  * - Reconnects: forever, in the background, with the same backoff as the ioredis client
  *   (50 ms per attempt, at most 1 s), the same login (AUTH, SELECT) and TLS, and the same client
  *   name, so an operator's CLIENT LIST / CLIENT KILL sees one backend's connections together.
+ *   Behind Sentinel it connects to the master the ioredis client reached, and is reset when that
+ *   moves (send.ts).
  * - Corking, shared with the Sender (cork.ts): a call sent while none waits is written at once;
  *   calls sent while others wait are written into a cork flushed every 8 frames and at the end
  *   of the tick.
@@ -41,7 +43,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
-import type { RedisTarget } from './connection.ts';
+import { type RedisTarget, tlsFor } from './connection.ts';
 import { Cork } from './cork.ts';
 import { PollPolicy } from './poll.ts';
 
@@ -191,6 +193,11 @@ export interface WireOptions {
   tickMs: number;
   /** How long a lone call's wait may busy-poll, ms (see the header); 0: never. */
   busyPollMs: number;
+  /**
+   * Where to connect, asked at every (re)connect; undefined: not known now (try again after the
+   * backoff). Default: the target's one node. Behind Sentinel: the master ioredis reached (send.ts).
+   */
+  address?: () => { host: string; port: number } | undefined;
 }
 
 export class Wire {
@@ -209,6 +216,8 @@ export class Wire {
   /** This tick's writes while others are in flight (cork.ts). */
   private readonly cork = new Cork();
   private sweeper: NodeJS.Timeout | null = null;
+  /** Where {@link connect} went last (WireOptions.address). */
+  private connectedTo: { host: string; port: number } | undefined;
   /** Busy poll (see the header): when a lone call polls, whether a poll chain runs, until when. */
   readonly pollPolicy: PollPolicy;
   private polling = false;
@@ -342,10 +351,41 @@ export class Wire {
     setImmediate(this.pollStep);
   };
 
+  /**
+   * Ends the connection (the calls waiting on it fail, as on any close) and connects again after
+   * the backoff, to the address asked then: the master moved (send.ts, Sentinel).
+   */
+  reset(): void {
+    this.socket?.destroy();
+  }
+
+  /** The address connected to (or connecting), if any. */
+  get peer(): { host: string; port: number } | undefined {
+    return this.connectedTo;
+  }
+
+  /** Connects again after the backoff (50 ms per attempt, at most 1 s). */
+  private later(): void {
+    this.attempts++;
+    this.retry = setTimeout(
+      () => {
+        this.retry = null;
+        if (!this.closed) this.connect();
+      },
+      Math.min(50 * this.attempts, 1000),
+    );
+    this.retry.unref();
+  }
+
   private connect(): void {
-    const node = this.target.nodes[0]!;
+    const node = this.options.address === undefined ? this.target.nodes[0]! : this.options.address();
+    this.connectedTo = node;
+    if (node === undefined) {
+      this.later();
+      return;
+    }
     const socket = this.target.tls
-      ? tls.connect({ host: node.host, port: node.port, servername: node.host })
+      ? tls.connect({ host: node.host, port: node.port, ...tlsFor(node.host) })
       : net.connect({ host: node.host, port: node.port });
     this.socket = socket;
     socket.setNoDelay(true);
@@ -460,16 +500,7 @@ export class Wire {
     this.rest = [];
     this.restBytes = 0;
     this.drop(new Error('Connection is closed.'));
-    if (this.closed) return;
-    this.attempts++;
-    this.retry = setTimeout(
-      () => {
-        this.retry = null;
-        if (!this.closed) this.connect();
-      },
-      Math.min(50 * this.attempts, 1000),
-    );
-    this.retry.unref();
+    if (!this.closed) this.later();
   }
 
   /** Fails every waiting call with `err` (the socket is gone: each may or may not have run). */
