@@ -17,7 +17,7 @@ export function migrateCommand(url: string, details: Record<string, unknown> | u
   const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
   const schema = typeof details?.schema === 'string' ? details.schema : params.get('schema');
   const prefix = typeof details?.keyPrefix === 'string' ? details.keyPrefix : params.get('keyPrefix');
-  const flag = /^rediss?:|^redis\+cluster:/.test(base)
+  const flag = /^rediss?:|^redis\+(cluster|sentinel):/.test(base)
     ? prefix !== null && prefix !== ''
       ? ` --key-prefix ${prefix}`
       : ''

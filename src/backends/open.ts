@@ -57,6 +57,7 @@ export async function loadDriver<T>(kind: BackendKind, load: () => Promise<T>): 
  * - `postgres://…` / `postgresql://…` (option `schema`, default `worklease`)
  * - `redis://…` / `rediss://…` (option `keyPrefix`, default `worklease`)
  * - `redis+cluster://host:port[,host:port…]`
+ * - `redis+sentinel://host:port[,host:port…]/masterName` (the master the sentinels name, followed across failovers)
  * - `pglite://memory` or `pglite:///absolute/dir` (embedded Postgres)
  *
  * Creates or upgrades the schema unless `{ migrate: false }`. Needs the URL's

@@ -27,6 +27,11 @@ describe('the console text of a schema mismatch', () => {
         describeError(mismatch({ keyPrefix: 'jobs', found, expected: 4 }), 'connection', redisUrl).command,
       ).toBe('worklease migrate redis://cache.internal:6379 --key-prefix jobs');
     }
+    const sentinelUrl = 'redis+sentinel://s1:26379,s2:26379/main?keyPrefix=jobs';
+    expect(
+      describeError(mismatch({ keyPrefix: 'jobs', found: null, expected: 4 }), 'connection', sentinelUrl)
+        .command,
+    ).toBe('worklease migrate redis+sentinel://s1:26379,s2:26379/main --key-prefix jobs');
   });
 
   it('a schema a newer worklease wrote: upgrade, and no migrate command (it cannot help)', () => {
