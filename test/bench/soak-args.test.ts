@@ -30,7 +30,9 @@ describe('bench:soak arguments', () => {
     expect(r.stdout).toContain('Usage: npm run bench:soak -- [--leases 5000] [--minutes 10]');
   });
 
-  it('bad minutes, leases, constructs or backend exit 2 naming the option, without connecting anywhere', async () => {
+  it('bad minutes, leases, constructs or backend exit 2 naming the option, without connecting anywhere', {
+    timeout: 120_000,
+  }, async () => {
     const cases: [string[], string][] = [
       [['--minutes', '0'], '--minutes must be a number above 0, got 0'],
       [['--minutes', 'ten'], '--minutes must be a number above 0, got ten'],
@@ -41,14 +43,14 @@ describe('bench:soak arguments', () => {
       ],
       [['--backend', 'mysql'], '--backend takes a comma-separated list of redis, postgres, pglite'],
     ];
-    for (const [args, message] of cases) {
-      const r = await soak(
-        ...args,
-        '--redis',
-        'redis://127.0.0.1:1',
-        '--pg',
-        'postgres://nobody@127.0.0.1:1/none',
-      );
+    // Side by side: each is a tsx start, some 10 s apiece on a loaded machine.
+    const replies = await Promise.all(
+      cases.map(([args]) =>
+        soak(...args, '--redis', 'redis://127.0.0.1:1', '--pg', 'postgres://nobody@127.0.0.1:1/none'),
+      ),
+    );
+    for (const [i, [args, message]] of cases.entries()) {
+      const r = replies[i]!;
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toContain(message);
       expect(r.stdout).toBe('');

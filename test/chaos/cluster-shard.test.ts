@@ -37,15 +37,21 @@ describe('chaos on a Redis Cluster with a shard restarted empty', () => {
     expect(result.report.dataChecks).toBe(false);
     expect(result.report.violations, result.report.violations.map((v) => v.message).join('\n')).toEqual([]);
     expect(result.stats.flatMap((s) => s.unexpected)).toEqual([]);
-    // The holders met the lost shard (their calls on it failed DATASET_LOST), and work went on
-    // after the recovery.
+    // The shard was lost and exactly its buckets were recovered: the recovery found every bucket
+    // the restarted master owned without its dataset id.
+    const text = (detail?.type === 'fault' ? detail.detail : undefined) ?? '';
+    const owned = /\(buckets ([\d,]+)\) back empty; recovered (\d+) bucket/.exec(text);
+    expect(owned, text).not.toBeNull();
+    expect(Number(owned![2])).toBe(owned![1]!.split(',').length);
+    // How many holder calls met the lost buckets depends on the machine's load (a holder in its
+    // backoff through the whole window meets none): printed, not asserted.
     const lostCalls = result.history.filter(
       (e) => e.type === 'call' && e.error?.startsWith('DATASET_LOST') === true,
     ).length;
     console.log(
       `calls refused DATASET_LOST: ${lostCalls}; holders that reopened: ${result.stats.reduce((n, s) => n + s.datasetLost, 0)}`,
     );
-    expect(lostCalls).toBeGreaterThan(0);
+    // Work went on after the recovery.
     const at = detail?.type === 'fault' ? detail.at : Number.POSITIVE_INFINITY;
     expect(
       result.history.some(
