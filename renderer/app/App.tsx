@@ -42,7 +42,7 @@ const VIEWS: readonly ViewDef[] = [
   { id: 'audit', label: 'Audit log', render: ({ route }) => <AuditView route={route} /> },
   { id: 'activity', label: 'Activity', render: () => <ActivityView /> },
   { id: 'groups', label: 'Groups', render: () => <GroupsView /> },
-  { id: 'connections', label: 'Connections', render: ({ linkUp }) => <ConnectionsView linkUp={linkUp} /> },
+  { id: 'connections', label: 'Connections', render: () => <ConnectionsView /> },
   { id: 'settings', label: 'Settings', render: () => <SettingsView /> },
 ];
 

@@ -6,7 +6,7 @@ import { visible } from '../../../src/console/text.ts';
 import { auditQuery } from '../../api/queries.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
 import { useServices } from '../../app/context.tsx';
-import type { Freshness } from '../../app/freshness.ts';
+import { backendNow, type Freshness } from '../../app/freshness.ts';
 import { useInfo, usePermissions } from '../../app/hooks.ts';
 import { Time, useTimeMode } from '../../app/Time.tsx';
 import { showToast } from '../../app/toast.tsx';
@@ -239,7 +239,14 @@ export function DetailPane({
             <dd>{row.renewedAt === null ? '—' : <Time at={row.renewedAt} serverNow={serverNow} />}</dd>
             <dt>Heartbeats checked</dt>
             <dd data-testid="heartbeats-checked">
-              {heartbeatsAsOf === null ? 'not yet' : <Time at={heartbeatsAsOf} serverNow={serverNow} />}
+              {/* A freshness value: its age counts on the page's one clock (app/freshness.ts), also while
+                  the view is frozen, so it agrees with the stale note above the table. */}
+              {heartbeatsAsOf === null ? (
+                'not yet'
+              ) : (
+                <Time at={heartbeatsAsOf} serverNow={backendNow(connection, localNow)} />
+              )}
+              {stale && <span className="muted"> · not current</span>}
               {check !== undefined && <span className="muted"> · {heartbeatCheckText(check)}</span>}
             </dd>
             <dt>Last checkpoint</dt>

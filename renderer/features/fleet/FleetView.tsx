@@ -2,14 +2,14 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { ConnectionInfo, LeaseStatus } from '../../../src/console/api.ts';
 import { LEASE_STATUSES } from '../../../src/console/api.ts';
 import { visible as visibleText } from '../../../src/console/text.ts';
-import { type Freshness, useFreshness } from '../../app/freshness.ts';
+import { ageOf, type Freshness, useFreshness } from '../../app/freshness.ts';
 import { type FleetEntry, toSources, useConnectionMap } from '../../app/hooks.ts';
 import { navigate } from '../../app/router.ts';
 import { type Route, withQuery } from '../../app/routes.ts';
 import { showToast } from '../../app/toast.tsx';
 import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
-import { formatAgo, formatClockSeconds } from '../../lib/format.ts';
+import { formatClockSeconds } from '../../lib/format.ts';
 import { isTypingTarget } from '../../lib/keys.ts';
 import { FleetActions } from '../bulk/FleetActions.tsx';
 import { DetailPane } from '../detail/DetailPane.tsx';
@@ -512,7 +512,7 @@ function StaleNote({
       <strong>{conn.name}</strong>{' '}
       {asOf === null
         ? 'not synced yet'
-        : `as of ${formatClockSeconds(asOf)} — ${formatAgo(localNow + conn.clockOffsetMs - asOf)}`}
+        : `as of ${formatClockSeconds(asOf)} — ${ageOf(asOf, conn, localNow)}`}
       {freshness?.reason != null && <span className="muted"> · {freshness.reason}</span>}
       <span className="muted">
         {' '}
