@@ -164,7 +164,8 @@ export class FleetSync {
     const now = Date.now();
     this.lastEventAt = now;
     if (event.type === 'connections') for (const c of event.connections) this.heardAt.set(c.id, now);
-    else this.heardAt.set(event.type === 'connection' ? event.connection.id : event.connectionId, now);
+    else if (event.type === 'connection') this.heardAt.set(event.connection.id, now);
+    else if ('connectionId' in event) this.heardAt.set(event.connectionId, now);
     switch (event.type) {
       case 'connections':
         for (const c of event.connections) this.note(c);
