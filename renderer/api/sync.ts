@@ -165,7 +165,9 @@ export class FleetSync {
     const now = Date.now();
     this.lastEventAt = now;
     if (event.type === 'connections') for (const c of event.connections) this.silence.heard(c.id, now);
-    else this.silence.heard(event.type === 'connection' ? event.connection.id : event.connectionId, now);
+    else if (event.type === 'connection') this.silence.heard(event.connection.id, now);
+    else if (event.type === 'view') this.silence.heard(event.view.connectionId, now);
+    else if ('connectionId' in event) this.silence.heard(event.connectionId, now);
     switch (event.type) {
       case 'connections':
         for (const c of event.connections) this.note(c);

@@ -806,6 +806,13 @@ class Service implements ConsoleService {
       const serverVersion = await conn.requireAdmin().serverVersion();
       return { connectionId, kind: conn.kind, serverVersion };
     },
+    'connections.reopen': async () => notYet('connections.reopen'),
+    'fleet.view': async () => notYet('fleet.view'),
+    'fleet.watch': async () => notYet('fleet.watch'),
+    'fleet.unwatch': async () => notYet('fleet.unwatch'),
+    'lease.forceReleaseMatching': async () => notYet('lease.forceReleaseMatching'),
+    'job.get': async () => notYet('job.get'),
+    'fleet.exportMatching': async () => notYet('fleet.exportMatching'),
     'console.session': async (_p, caller) => ({
       user: caller.user,
       via: caller.via,
@@ -1169,6 +1176,10 @@ function countedAdmin(admin: LeaseAdmin, count: () => void): LeaseAdmin {
       };
     },
   });
+}
+
+function notYet(method: string): never {
+  throw new InvalidArgumentError(`${method} is not available yet`);
 }
 
 function newId(): string {

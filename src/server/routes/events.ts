@@ -85,12 +85,16 @@ export function createEventStreams(options: {
 
   const fanOut = (event: ConsoleEvent): void => {
     if (clients.size === 0) return;
+    // A subscription's windows go to the socket that asked (see onViewMessage), never to all.
+    if (event.type === 'view' || event.type === 'view.error') return;
     const connectionId =
       event.type === 'connection'
         ? event.connection.id
         : event.type === 'connections'
           ? null
-          : event.connectionId;
+          : event.type === 'job'
+            ? event.job.connectionId
+            : event.connectionId;
     let shared: Buffer | null = null;
     for (const [ws, { caller }] of clients) {
       if (connectionId !== null && !service.canView(caller, connectionId)) continue;
