@@ -7,7 +7,7 @@
  * polls.
  */
 import type { QueryClient } from '@tanstack/react-query';
-import type { ConnectionInfo, ConsoleEvent, HeartbeatCheckWire } from '../../src/console/api.ts';
+import type { ConnectionInfo, ConsoleEvent, HeartbeatCheckWire } from '../../src/console/common/index.ts';
 import {
   applyLeaseEvents,
   type FleetData,

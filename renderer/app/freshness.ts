@@ -10,7 +10,7 @@
  * screen because the console lost its link.
  */
 import { useMemo, useSyncExternalStore } from 'react';
-import type { ConnectionInfo } from '../../src/console/api.ts';
+import type { ConnectionInfo } from '../../src/console/common/index.ts';
 import type { TransportState } from '../api/client.ts';
 import { SILENT_MS } from '../api/silence.ts';
 import { useNow } from '../lib/clock.ts';

@@ -1,5 +1,5 @@
 /** Small pieces shared by several features. */
-import type { ErrorDataWire, LeaseStatus } from '../../src/console/api.ts';
+import type { ErrorDataWire, LeaseStatus } from '../../src/console/common/index.ts';
 import { ConsoleError } from '../api/client.ts';
 import { describeError, type ErrorContext } from './error-text.ts';
 

@@ -12,14 +12,14 @@
  */
 import { useQueryClient } from '@tanstack/react-query';
 import { useId, useRef, useState } from 'react';
+import type { ExportFormat } from '../../../src/console/common/index.ts';
 import {
   type BulkResult,
   type ConnectionInfo,
   type LeaseRow,
   MAX_BULK_ITEMS,
-} from '../../../src/console/api.ts';
-import type { ExportFormat } from '../../../src/console/export.ts';
-import { visible } from '../../../src/console/text.ts';
+  visible,
+} from '../../../src/console/common/index.ts';
 import { keys } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { useInfo, useSession } from '../../app/hooks.ts';

@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useId, useMemo, useState } from 'react';
-import type { ConnectionInfo } from '../../../src/console/api.ts';
-import { DEFAULT_THRESHOLDS } from '../../../src/console/api.ts';
+import type { ConnectionInfo } from '../../../src/console/common/index.ts';
+import { DEFAULT_THRESHOLDS } from '../../../src/console/common/index.ts';
 import { keys } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { ageOf, freshnessText, useFreshness } from '../../app/freshness.ts';

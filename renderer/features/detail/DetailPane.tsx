@@ -1,8 +1,7 @@
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
-import type { ConnectionInfo, HeartbeatCheckWire, LeaseRow } from '../../../src/console/api.ts';
-import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
-import { visible } from '../../../src/console/text.ts';
+import type { ConnectionInfo, HeartbeatCheckWire, LeaseRow } from '../../../src/console/common/index.ts';
+import { judgedAt, leaseStatus, visible } from '../../../src/console/common/index.ts';
 import { auditQuery } from '../../api/queries.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
 import { useServices } from '../../app/context.tsx';

@@ -15,9 +15,8 @@ import {
   useRef,
   useState,
 } from 'react';
-import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
-import { leaseStatus } from '../../../src/console/status.ts';
-import { visible } from '../../../src/console/text.ts';
+import type { ConnectionInfo, LeaseRow } from '../../../src/console/common/index.ts';
+import { leaseStatus, visible } from '../../../src/console/common/index.ts';
 import { Time } from '../../app/Time.tsx';
 import { EnvBadge, StatusBadge } from '../../app/ui.tsx';
 import { formatBytes } from '../../lib/format.ts';

@@ -1,7 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
-import type { ConnectionInfo, LeaseStatus } from '../../../src/console/api.ts';
-import { LEASE_STATUSES } from '../../../src/console/api.ts';
-import { visible as visibleText } from '../../../src/console/text.ts';
+import type { ConnectionInfo, LeaseStatus } from '../../../src/console/common/index.ts';
+import { LEASE_STATUSES, visible as visibleText } from '../../../src/console/common/index.ts';
 import { ageOf, type Freshness, useFreshness } from '../../app/freshness.ts';
 import { type FleetEntry, toSources, useConnectionMap } from '../../app/hooks.ts';
 import { navigate } from '../../app/router.ts';
