@@ -190,7 +190,7 @@ export function FleetTable(props: FleetTableProps) {
     headRow.current?.querySelector<HTMLButtonElement>(`button[data-key="${key}"]`)?.focus();
   };
   return (
-    <div ref={scrollRef} className="fleet-table" style={layout}>
+    <div ref={scrollRef} className="fleet-table" style={layout} data-pending={props.pending}>
       <table
         style={{ minWidth }}
         ref={props.gridRef}

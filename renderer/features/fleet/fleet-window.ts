@@ -13,6 +13,11 @@ import { layoutOf, localRange, type Segment, type WindowAsk, windowFor } from '.
 
 export const RANGE_EVERY_MS = 80;
 
+/** Names what a table shows: its connections, filter and sort. */
+export function questionKey(ids: readonly string[], filter: ViewFilter, sort: ViewSort): string {
+  return JSON.stringify([ids, filter, sort]);
+}
+
 interface Entry {
   connectionId: string;
   watch: ViewWatch;
@@ -25,6 +30,8 @@ interface Entry {
 }
 
 export interface FleetWindowState {
+  /** What the windows were last configured for: {@link questionKey} of the ids, filter and sort. */
+  question: string;
   segments: Segment[];
   /** Some connection's rows are those of the previous filters or sort (the new answer is on its way). */
   pending: boolean;
@@ -37,7 +44,8 @@ export class FleetWindow {
   private range: [number, number] = [0, 0];
   private lastRangeAt = Number.NEGATIVE_INFINITY;
   private timer: ReturnType<typeof setTimeout> | null = null;
-  private snapshot: FleetWindowState = { segments: [], pending: false };
+  private snapshot: FleetWindowState = { question: '', segments: [], pending: false };
+  private questionKey = '';
   private closed = false;
 
   constructor(
@@ -57,6 +65,7 @@ export class FleetWindow {
     const same = question === JSON.stringify([this.filter, this.sort]);
     this.filter = filter;
     this.sort = sort;
+    this.questionKey = questionKey(ids, filter, sort);
     const keep = new Map(this.entries.map((e) => [e.connectionId, e]));
     const next: Entry[] = [];
     for (const id of ids) {
@@ -148,7 +157,7 @@ export class FleetWindow {
       if (e.view === null && e.previous !== null) pending = true;
       return { connectionId: e.connectionId, view: e.view ?? e.previous, error: e.error };
     });
-    this.snapshot = { segments, pending };
+    this.snapshot = { question: this.questionKey, segments, pending };
     this.onChange();
   }
 }

@@ -12,7 +12,7 @@ import type {
 } from '../../../src/console/common/index.ts';
 import type { WatchState } from '../../api/watches.ts';
 import { useServices } from '../../app/context.tsx';
-import { FleetWindow, type FleetWindowState } from './fleet-window.ts';
+import { FleetWindow, type FleetWindowState, questionKey } from './fleet-window.ts';
 
 /** Text typed into the filters reaches the server this long after the last keystroke. */
 export const TYPING_DEBOUNCE_MS = 120;
@@ -63,7 +63,9 @@ export function useFleetWindow(
     () => fw.state,
   );
   const setRange = useCallback((from: number, to: number) => fw.setRange(from, to), [fw]);
-  return { ...state, setRange };
+  // Pending from the render that asks: the windows are configured in an effect, after it.
+  const pending = state.pending || state.question !== questionKey(ids, filter, sort);
+  return { ...state, pending, setRange };
 }
 
 /** One lease as its connection's index holds it, kept current. */
