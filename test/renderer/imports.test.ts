@@ -47,7 +47,7 @@ describe('renderer imports', () => {
           continue;
         }
         const target = resolve(file, '..', spec);
-        if (target.startsWith(RENDERER + '/') || target.startsWith(COMMON + '/')) continue;
+        if (target.startsWith(`${RENDERER}/`) || target.startsWith(`${COMMON}/`)) continue;
         bad.push(`${relative(ROOT, file)} -> ${spec}`);
       }
     }
@@ -57,7 +57,7 @@ describe('renderer imports', () => {
   it('the check itself catches an import of the console outside common/', () => {
     const spec = specifiers(`import { x } from '../../src/console/service.ts';`)[0] as string;
     const target = resolve(join(RENDERER, 'app/App.tsx'), '..', spec);
-    expect(target.startsWith(COMMON + '/')).toBe(false);
+    expect(target.startsWith(`${COMMON}/`)).toBe(false);
     expect(specifiers(`export * from '../x.ts';\nconst m = await import('../y.ts');`)).toEqual([
       '../x.ts',
       '../y.ts',
