@@ -15,10 +15,11 @@
  * 5. browser heap after a forced GC (CDP), and the load average before and after.
  *
  * The fleet is created through the public `acquire` call (256 at a time, 2 h ttl, so every lease
- * is live) unless --reuse names a namespace a previous run kept (--keep).
+ * is live) unless --reuse names a namespace a previous run kept (--keep, or --seed-only to
+ * create one and stop).
  *
  * Usage: npm run bench:ui -- [--backends postgres,redis] [--leases 100000] [--rate 1000]
- *        [--seconds 20] [--rounds 15] [--reuse <namespace>] [--keep] [--no-build]
+ *        [--seconds 20] [--rounds 15] [--reuse <namespace>] [--keep] [--seed-only] [--no-build]
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -45,6 +46,7 @@ const args = benchArgs(import.meta.filename, {
   rounds: { type: 'string', default: '15' },
   reuse: { type: 'string', default: '' },
   keep: { type: 'boolean', default: false },
+  'seed-only': { type: 'boolean', default: false },
   'no-build': { type: 'boolean', default: false },
 });
 const LEASES = intArg(import.meta.filename, 'leases', args.leases);
@@ -207,6 +209,11 @@ async function runOne(flavour: BackendFlavour): Promise<void> {
   );
   const backend = await openBackend(ns.baseUrl, { ...ns.options, migrate: true });
   if (args.reuse === '') await seed(backend);
+  if (args['seed-only']) {
+    await backend.close();
+    console.log(`  seeded namespace ${name}: run again with --reuse ${name}`);
+    return;
+  }
   const consoleUt = await startConsole([{ name: `bench-${flavour}`, url: ns.consoleUrl }]);
   const browser = await launchChromium();
   try {

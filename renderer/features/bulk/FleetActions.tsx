@@ -2,15 +2,22 @@
  * Actions on what the fleet's filters match, run by the console server over one snapshot of the
  * matching leases (src/console/common/view.ts): force release of all of them, and export.
  *
- * Force release asks the operator to type the count the filters match on each connection (the
- * server refuses with CONFLICT when the count moved since); the server then releases each lease
+ * Force release counts the unreleased leases the filters match on each connection and asks the
+ * operator to type that count (the server refuses with CONFLICT when it moved since); the server
+ * then releases each lease
  * by compare-and-set on the token it had in the snapshot, so a lease that changed hands
  * meanwhile is refused on its own while the others go on, with one shared audit batch id.
  * Connections that are read-only, not current, or where the caller's role does not allow it are
  * left out, and the dialog says how many that was.
  */
 import { useEffect, useId, useRef, useState } from 'react';
-import type { ConnectionInfo, ExportFormat, Job } from '../../../src/console/common/index.ts';
+import type {
+  ConnectionInfo,
+  ExportFormat,
+  Job,
+  LeaseStatus,
+  ViewFilter,
+} from '../../../src/console/common/index.ts';
 import { visible } from '../../../src/console/common/index.ts';
 import { useServices } from '../../app/context.tsx';
 import { useInfo, useSession } from '../../app/hooks.ts';
@@ -32,16 +39,28 @@ export interface FleetActionsProps {
   sort: Sort;
 }
 
-/** One connection's share of a bulk force release: what the filters match there. */
+/** One connection's share of a bulk force release: what the filters match there, unreleased. */
 interface Part {
   connection: ConnectionInfo;
   count: number;
+}
+
+/** Statuses a force release can act on: a lease already ended has no holder to fence. */
+const UNENDED: readonly LeaseStatus[] = ['live', 'expiring', 'expired', 'stuck'];
+
+/** The filter of a bulk force release: the view's, narrowed to leases not ended. */
+export function bulkFilter(filter: FleetFilter): ViewFilter {
+  const f = toViewFilter(filter);
+  const statuses = f.statuses === undefined ? UNENDED : f.statuses.filter((s) => UNENDED.includes(s));
+  return { ...f, statuses: [...statuses] };
 }
 
 export function FleetActions({ segments, pending, connections, frozen, filter }: FleetActionsProps) {
   const session = useSession().data;
   const consoleReadOnly = useInfo().data?.readOnly !== false;
   const [open, setOpen] = useState<Part[] | null>(null);
+  const [counting, setCounting] = useState(false);
+  const [countError, setCountError] = useState<unknown>(null);
   const [exporting, setExporting] = useState<ExportFormat | null>(null);
   const [exportError, setExportError] = useState<unknown>(null);
   const { client } = useServices();
@@ -49,29 +68,52 @@ export function FleetActions({ segments, pending, connections, frozen, filter }:
   const allowed = new Set(
     (session?.connections ?? []).filter((c) => c.forceRelease.allowed).map((c) => c.connectionId),
   );
-  const parts: Part[] = [];
+  const eligible: ConnectionInfo[] = [];
   let loading = false;
+  let shown = 0;
   if (!consoleReadOnly) {
     for (const seg of segments) {
       const connection = connections.get(seg.connectionId);
       if (connection === undefined || connection.readOnly || !allowed.has(seg.connectionId)) continue;
       if (frozen.has(seg.connectionId) || seg.view === null) continue;
       if (seg.view.loading !== null) loading = true;
-      if (seg.view.total > 0) parts.push({ connection, count: seg.view.total });
+      shown += seg.view.total;
+      eligible.push(connection);
     }
   }
-  const total = parts.reduce((n, p) => n + p.count, 0);
   // Absent where no connection in view allows it at all (read-only, role); the detail pane says why.
   const offered =
     !consoleReadOnly &&
     segments.some((s) => allowed.has(s.connectionId) && connections.get(s.connectionId)?.readOnly === false);
   const why = pending
-    ? 'The filters changed: waiting for the count they match'
+    ? 'The filters changed: waiting for what they match'
     : loading
-      ? 'The fleet is still being read: the count is not final yet'
-      : total === 0
+      ? 'The fleet is still being read: what the filters match is not final yet'
+      : shown === 0
         ? 'No lease matched here can be force-released (read-only, not current, or not allowed for your role)'
-        : `Force release the ${total.toLocaleString()} leases the filters match`;
+        : 'Force release the unreleased leases the filters match';
+
+  /** Asks each connection how many unreleased leases the filters match now: the count the operator confirms. */
+  const openDialog = async () => {
+    setCounting(true);
+    setCountError(null);
+    try {
+      const parts: Part[] = [];
+      for (const connection of eligible) {
+        const v = await client.call('fleet.view', {
+          connectionId: connection.id,
+          filter: bulkFilter(filter),
+          limit: 1,
+        });
+        if (v.total > 0) parts.push({ connection, count: v.total });
+      }
+      setOpen(parts);
+    } catch (err) {
+      setCountError(err);
+    } finally {
+      setCounting(false);
+    }
+  };
 
   const runExport = async (format: ExportFormat) => {
     setExporting(format);
@@ -98,11 +140,11 @@ export function FleetActions({ segments, pending, connections, frozen, filter }:
         <button
           type="button"
           className="danger"
-          disabled={total === 0 || pending || loading}
+          disabled={shown === 0 || pending || loading || counting}
           title={why}
-          onClick={() => setOpen(parts)}
+          onClick={() => void openDialog()}
         >
-          Force release {pending || loading ? '…' : total.toLocaleString()}…
+          {counting ? 'Counting…' : 'Force release…'}
         </button>
       )}
       <button
@@ -121,6 +163,9 @@ export function FleetActions({ segments, pending, connections, frozen, filter }:
       >
         {exporting === 'json' ? 'Exporting…' : 'Export JSON'}
       </button>
+      {countError !== null && (
+        <ErrorNotice error={countError} title="Could not count the leases to release" />
+      )}
       {exportError !== null && <ErrorNotice error={exportError} title="The export failed" />}
       {open !== null && <BulkForceReleaseDialog parts={open} filter={filter} onClose={() => setOpen(null)} />}
     </fieldset>
@@ -180,7 +225,7 @@ function BulkForceReleaseDialog({
         out.push(
           await client.call('lease.forceReleaseMatching', {
             connectionId: p.connection.id,
-            filter: toViewFilter(filter),
+            filter: bulkFilter(filter),
             expectCount: p.count,
             reason: reason.trim(),
           }),
@@ -215,10 +260,10 @@ function BulkForceReleaseDialog({
       {jobs.length === 0 ? (
         <>
           <p id={descId}>
-            Every lease the filters match is released by the console server, each only if its fencing token is
-            still the one it had when the release started; a lease that changed hands since is refused on its
-            own. Leases already ended are left as they are. Every release is recorded in the audit log with
-            your reason and one shared batch id.
+            Every unreleased lease the filters match when you confirm is released by the console server, each
+            only if its fencing token is still the one it had then; a lease that changes hands meanwhile is
+            refused on its own. The count must still match when you confirm. Every release is recorded in the
+            audit log with your reason and one shared batch id.
           </p>
           <dl className="fields compact">
             {parts.map((p) => (
