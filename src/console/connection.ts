@@ -68,6 +68,8 @@ export class Connection {
   private ownError: unknown = null;
   private closed = false;
   private retryTimer: NodeJS.Timeout | null = null;
+  /** Open attempts started: a reopen makes an attempt still in flight give up. */
+  private attempts = 0;
   private unsubscribe: (() => void) | null = null;
   lastAnnouncedSyncedAt: number | null = null;
   private liveWaiters: Array<() => void> = [];
@@ -129,6 +131,7 @@ export class Connection {
   private async open(retryMs: number): Promise<void> {
     this.retryTimer = null;
     if (this.closed) return;
+    const attempt = ++this.attempts;
     let backend: LeaseBackend | null = null;
     try {
       // The URL goes to openBackend whole: its query options (?schema=…) are read there, one grammar.
@@ -142,12 +145,17 @@ export class Connection {
         refreshMs: this.service.clockRefreshMs,
       });
       await clock.measure();
-      if (this.closed) {
+      // Closed, or reopened meanwhile (a newer attempt owns the connection now).
+      if (this.closed || attempt !== this.attempts) {
         await backend.close().catch(() => {});
         return;
       }
       clock.start();
-      const model = new FleetModel(admin, clock, this.service.feedOptions);
+      const model = new FleetModel(admin, clock, {
+        ...this.service.feedOptions,
+        thresholds: this.input.thresholds,
+      });
+      model.setVisible(() => this.visibleIds());
       this.backend = backend;
       this.admin = admin;
       this.clock = clock;
@@ -156,7 +164,7 @@ export class Connection {
       model.start();
     } catch (err) {
       await backend?.close().catch(() => {});
-      if (this.closed) return;
+      if (this.closed || attempt !== this.attempts) return;
       this.ownState = hasCode(err, ErrorCode.BACKEND_UNAVAILABLE) ? 'reconnecting' : 'error';
       this.ownError = err;
       this.service.emitConnection(this);
@@ -214,6 +222,44 @@ export class Connection {
    */
   statusNow(heartbeatsAsOf: number | null | undefined = this.model?.heartbeatsAsOf): number {
     return judgedAt(this.serverNow(), heartbeatsAsOf);
+  }
+
+  /** Sources of the work ids subscribed views show (re-read by every heartbeat check). */
+  readonly visibleSources = new Set<() => Iterable<string>>();
+
+  private *visibleIds(): IterableIterator<string> {
+    for (const source of this.visibleSources) yield* source();
+  }
+
+  /** New settings that keep the URL (name, read-only, environment, thresholds). */
+  setInput(input: ResolvedInput): void {
+    this.input = input;
+    this.model?.setThresholds(input.thresholds);
+  }
+
+  /**
+   * Closes the backend and opens it again, with a new index (after a data loss, or to retry at
+   * once instead of waiting for the next attempt).
+   */
+  async reopen(): Promise<void> {
+    if (this.closed) return;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
+    const { model, backend, clock } = this;
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    this.model = null;
+    this.admin = null;
+    this.backend = null;
+    this.clock = null;
+    this.ownState = 'connecting';
+    this.ownError = null;
+    clock?.stop();
+    await model?.close();
+    await backend?.close().catch(() => {});
+    if (this.closed) return;
+    this.service.emitConnection(this);
+    this.start();
   }
 
   whenLive(): Promise<void> {

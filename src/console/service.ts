@@ -60,12 +60,15 @@ import { Connection, type ConnectionInput, resolveInput } from './connection.ts'
 import { decodeCheckpoint } from './decode/page.ts';
 import { DecodedCheckpoints } from './decode/store.ts';
 import { auditMatches, auditRecord, fleetRecord, textMatches } from './export.ts';
+import { type FleetStore, ST_EXPIRING, ST_LIVE, ST_STUCK } from './fleet/store.ts';
+import { FleetApi } from './fleet-api.ts';
 import { connectionIdFor } from './links.ts';
 import type { FleetModel, FleetModelOptions } from './model.ts';
 import type { ProfileStore, ThresholdOverrides } from './profiles.ts';
 import { toAuditWire, toLeaseRow } from './rows.ts';
 import { countFleet } from './stats.ts';
 import { leaseStatus } from './status.ts';
+import type { ViewWatcher } from './views.ts';
 
 export type { ConnectionInput } from './connection.ts';
 export { CallMeter } from './connection.ts';
@@ -113,6 +116,11 @@ export interface ConsoleService extends ConsoleApi {
   /** Whether `caller` may see the connection (and so its events). */
   canView(caller: Caller | undefined, connectionId: string): boolean;
   connections(): ConnectionInfo[];
+  /**
+   * View subscriptions of one client (a WebSocket): `view.watch` / `view.unwatch` messages go to
+   * it, and its `view` / `view.error` events to `send` only. Close it with the client.
+   */
+  watcher(caller: Caller | undefined, send: (event: ConsoleEvent) => void): ViewWatcher;
   /** The fleet model of a connection (for the CLI's `watch`); undefined before its backend opened. */
   model(connectionId: string): FleetModel | undefined;
   /** Resolves when the connection is live (first snapshot loaded); rejects after `timeoutMs` with its last error. */
@@ -259,6 +267,10 @@ class Service implements ConsoleService {
     return handler(params, who);
   }
 
+  watcher(caller: Caller | undefined, send: (event: ConsoleEvent) => void): ViewWatcher {
+    return this.fleetApi.watcher(this.resolveCaller(caller), send);
+  }
+
   canView(caller: Caller | undefined, connectionId: string): boolean {
     const conn = this.conns.get(connectionId);
     if (conn === undefined) return false;
@@ -273,6 +285,8 @@ class Service implements ConsoleService {
     if (this.shared !== null) throw new ForbiddenError('this console needs an authenticated caller');
     return this.local;
   }
+
+  private readonly fleetApi = new FleetApi(this);
 
   private readonly handlers: {
     [M in MethodName]: (p: ParsedParams<M>, caller: Caller) => Promise<Result<M>>;
@@ -333,7 +347,7 @@ class Service implements ConsoleService {
         this.emitConnections();
         return fresh.info();
       }
-      conn.input = resolved;
+      conn.setInput(resolved);
       this.emitConnection(conn);
       return conn.info();
     },
@@ -404,19 +418,6 @@ class Service implements ConsoleService {
         serverTime: snap.serverTime,
         heartbeatsAsOf: snap.heartbeatsAsOf,
         total: snap.rows.length,
-      };
-    },
-    'fleet.counts': async ({ connectionId, minutes }, caller) => {
-      const conn = this.visibleConnection(connectionId, caller);
-      const model = conn.model;
-      const serverNow = conn.serverNow();
-      if (model === null) {
-        return { counts: countFleet([], serverNow, conn.input.thresholds), rates: [], since: null };
-      }
-      return {
-        counts: countFleet(model.rows(), conn.statusNow(), conn.input.thresholds),
-        rates: model.rates.points(serverNow, minutes ?? 60),
-        since: model.rates.oldest(serverNow),
       };
     },
     'lease.get': async ({ connectionId, workId }, caller) => {
@@ -555,13 +556,7 @@ class Service implements ConsoleService {
       const serverVersion = await conn.requireAdmin().serverVersion();
       return { connectionId, kind: conn.kind, serverVersion };
     },
-    'connections.reopen': async () => notYet('connections.reopen'),
-    'fleet.view': async () => notYet('fleet.view'),
-    'fleet.watch': async () => notYet('fleet.watch'),
-    'fleet.unwatch': async () => notYet('fleet.unwatch'),
-    'lease.forceReleaseMatching': async () => notYet('lease.forceReleaseMatching'),
-    'job.get': async () => notYet('job.get'),
-    'fleet.exportMatching': async () => notYet('fleet.exportMatching'),
+    ...this.fleetApi.handlers,
     'console.session': async (_p, caller) => ({
       user: caller.user,
       via: caller.via,
@@ -625,7 +620,7 @@ class Service implements ConsoleService {
 
   // ---- permissions --------------------------------------------------------------
 
-  private operatorPermission(
+  operatorPermission(
     caller: Caller,
     conn: Connection,
     action: 'force-release' | 'request-release',
@@ -695,7 +690,18 @@ class Service implements ConsoleService {
       : denied('read-only can be turned off only in the server configuration, not through a shared console');
   }
 
-  private rolePermission(caller: Caller, name: string, needed: Role, action: string): Permission {
+  /** The audit's operator name: the signed-in user; only the desktop's one user may name another. */
+  auditOperator(caller: Caller, given: string | undefined, details: Record<string, unknown>): string {
+    if (caller.via !== 'desktop' && given !== undefined && given !== caller.user) {
+      throw new ForbiddenError(
+        `the audit log records the signed-in user ('${caller.user}'); another operator name is refused`,
+        { details },
+      );
+    }
+    return caller.via === 'desktop' ? (given ?? caller.user) : caller.user;
+  }
+
+  rolePermission(caller: Caller, name: string, needed: Role, action: string): Permission {
     const role = roleOn(caller, name);
     if (atLeast(role, needed)) return ALLOWED;
     return denied(`your role on '${name}' is ${role ?? 'none'}; ${action} needs ${needed}`);
@@ -707,10 +713,10 @@ class Service implements ConsoleService {
   }
 
   /** The connection, or NOT_FOUND when it does not exist or the caller has no role on it (no oracle for names). */
-  private visibleConnection(id: string, caller: Caller): Connection {
+  visibleConnection(id: string, caller: Caller): Connection {
     const conn = this.connection(id);
     if (roleOn(caller, conn.input.name) === null) {
-      throw new NotFoundError(`no connection with id '${id}'`, { details: { id } });
+      throw new NotFoundError(`no connection with id '${id}'`, { details: { what: 'connection', id } });
     }
     return conn;
   }
@@ -743,15 +749,9 @@ class Service implements ConsoleService {
         let byStatus: Record<LeaseStatus, number> | null = null;
         let holders: number | null = null;
         if (model !== null && model.syncedAt !== null) {
-          const at = c.statusNow();
-          byStatus = Object.fromEntries(LEASE_STATUSES.map((st) => [st, 0])) as Record<LeaseStatus, number>;
-          const held = new Set<string>();
-          for (const row of model.rows()) {
-            const status = leaseStatus(row, at, c.input.thresholds);
-            byStatus[status]++;
-            if (status === 'live' || status === 'expiring' || status === 'stuck') held.add(row.holderId);
-          }
-          holders = held.size;
+          const store = model.judged(c.statusNow());
+          byStatus = store.countsByStatus();
+          holders = heldHolders(store);
         }
         return {
           id: c.id,
@@ -831,7 +831,9 @@ class Service implements ConsoleService {
 
   private connection(id: string): Connection {
     const conn = this.conns.get(id);
-    if (conn === undefined) throw new NotFoundError(`no connection with id '${id}'`, { details: { id } });
+    if (conn === undefined) {
+      throw new NotFoundError(`no connection with id '${id}'`, { details: { what: 'connection', id } });
+    }
     return conn;
   }
 
@@ -873,14 +875,11 @@ class Service implements ConsoleService {
     this.closed = true;
     clearInterval(this.freshnessTimer);
     this.decoded.clear();
+    this.fleetApi.close();
     await Promise.all([...this.conns.values()].map((c) => c.close()));
     this.conns.clear();
     this.listeners.clear();
   }
-}
-
-function notYet(method: string): never {
-  throw new InvalidArgumentError(`${method} is not available yet`);
 }
 
 function newId(): string {
@@ -901,6 +900,22 @@ function resolveProfile(input: ConnectionInput): {
     environment: input.environment ?? '',
     thresholds: input.thresholds,
   };
+}
+
+/** Distinct holders of the leases held now (live, expiring, stuck): one pass over the index. */
+function heldHolders(store: FleetStore): number {
+  const seen = new Uint8Array(store.cols.holders.values.length);
+  let n = 0;
+  for (const slot of store.byWorkId) {
+    const st = store.status[slot]!;
+    if (st !== ST_LIVE && st !== ST_EXPIRING && st !== ST_STUCK) continue;
+    const h = store.cols.holder[slot]!;
+    if (seen[h] === 0) {
+      seen[h] = 1;
+      n++;
+    }
+  }
+  return n;
 }
 
 /** A zod failure as one readable INVALID_ARGUMENT. */
