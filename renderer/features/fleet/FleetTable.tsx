@@ -6,7 +6,6 @@
  * server's (judged with the counts, so rows and chips agree); countdowns run on the connection's
  * clock (app/freshness.ts), stopped while it is stale.
  */
-import { useVirtualizer } from '@tanstack/react-virtual';
 import {
   type CSSProperties,
   type KeyboardEvent,
@@ -32,6 +31,7 @@ import {
   useColumnPrefs,
   widthOf,
 } from './columns.ts';
+import { rowWindow, scrollTopFor } from './fixed-rows.ts';
 import type { Sort, SortKey } from './model.ts';
 import { type Layout, type Segment, slotAt } from './window.ts';
 
@@ -77,19 +77,54 @@ export function FleetTable(props: FleetTableProps) {
   const { segments, layout: table, activeIndex, onActiveIndex, onOpen, onRange } = props;
   const scrollRef = useRef<HTMLDivElement>(null);
   const count = table.total;
-  // The instance outlives renders, so its scrolling state is current here (it re-renders us when it flips).
-  const instance = useRef<{ isScrolling: boolean } | null>(null);
-  const virtualizer = useVirtualizer({
+  // Where the table is scrolled and how tall its viewport is: all that decides which rows are drawn
+  // (./fixed-rows.ts). Scroll events are folded into one update per frame.
+  const [scroll, setScroll] = useState({ top: 0, height: 640, scrolling: false });
+  useEffect(() => {
+    const el = scrollRef.current;
+    if (el === null) return;
+    let frame = 0;
+    let idle: ReturnType<typeof setTimeout> | null = null;
+    const read = (scrolling: boolean) =>
+      setScroll((s) =>
+        s.top === el.scrollTop && s.height === el.clientHeight && s.scrolling === scrolling
+          ? s
+          : { top: el.scrollTop, height: el.clientHeight, scrolling },
+      );
+    const onScroll = () => {
+      if (frame === 0)
+        frame = requestAnimationFrame(() => {
+          frame = 0;
+          read(true);
+        });
+      if (idle !== null) clearTimeout(idle);
+      idle = setTimeout(() => read(false), 150);
+    };
+    const resize = new ResizeObserver(() => read(false));
+    resize.observe(el);
+    el.addEventListener('scroll', onScroll, { passive: true });
+    read(false);
+    return () => {
+      el.removeEventListener('scroll', onScroll);
+      resize.disconnect();
+      cancelAnimationFrame(frame);
+      if (idle !== null) clearTimeout(idle);
+    };
+  }, []);
+  const win = rowWindow(
     count,
-    getScrollElement: () => scrollRef.current,
-    estimateSize: () => ROW_HEIGHT,
-    overscan: instance.current?.isScrolling === true ? OVERSCAN_SCROLLING : OVERSCAN,
-  });
-  instance.current = virtualizer;
+    ROW_HEIGHT,
+    scroll.top,
+    scroll.height,
+    scroll.scrolling ? OVERSCAN_SCROLLING : OVERSCAN,
+  );
 
   useEffect(() => {
-    if (activeIndex >= 0 && activeIndex < count) virtualizer.scrollToIndex(activeIndex, { align: 'auto' });
-  }, [activeIndex, count, virtualizer]);
+    const el = scrollRef.current;
+    if (el === null || activeIndex < 0 || activeIndex >= count) return;
+    const to = scrollTopFor(activeIndex, count, ROW_HEIGHT, el.scrollTop, el.clientHeight - ROW_HEIGHT);
+    if (to !== null) el.scrollTop = to;
+  }, [activeIndex, count]);
   // New filters or sort: a new list, read from its top.
   // biome-ignore lint/correctness/useExhaustiveDependencies: the question is what resets the scroll
   useEffect(() => {
@@ -155,17 +190,17 @@ export function FleetTable(props: FleetTableProps) {
     }
   };
 
-  const items = virtualizer.getVirtualItems();
-  const rangeFrom = items[0]?.index ?? 0;
-  const rangeTo = (items.at(-1)?.index ?? -1) + 1;
+  const items = Array.from({ length: win.last - win.first }, (_, k) => ({ index: win.first + k }));
+  const rangeFrom = win.first;
+  const rangeTo = win.last;
   useEffect(() => {
     onRange(rangeFrom, Math.max(rangeTo, rangeFrom + 1));
   }, [onRange, rangeFrom, rangeTo]);
   // Rows sit in normal flow below a padding as tall as the rows scrolled past, and are keyed by their
   // place in the window (0 = top), not by index or id: scrolling patches text in the same elements
   // instead of creating, moving and styling new ones, and the DOM order stays the visual order.
-  const first = items[0]?.index ?? 0;
-  const padTop = items[0]?.start ?? 0;
+  const first = win.first;
+  const padTop = win.padTop;
   const activeId = activeIndex >= 0 && activeIndex < count ? `lease-row-${activeIndex}` : undefined;
   // The header is one tab stop (roving tabindex): the sorted column's button, arrows move along.
   const [headFocus, setHeadFocus] = useState<SortKey | null>(null);
@@ -233,7 +268,7 @@ export function FleetTable(props: FleetTableProps) {
             })}
           </tr>
         </thead>
-        <tbody style={count === 0 ? undefined : { height: virtualizer.getTotalSize(), paddingTop: padTop }}>
+        <tbody style={count === 0 ? undefined : { height: win.height, paddingTop: padTop }}>
           {count === 0 ? (
             <tr className="empty-row">
               <td className="empty">{props.emptyText}</td>
