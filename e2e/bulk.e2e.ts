@@ -121,7 +121,7 @@ describe('fleet-scale actions in Chromium on postgres', () => {
     await dialog.getByLabel('Number of leases').fill('1');
     await dialog.getByLabel('Reason').fill('count moved (e2e)');
     await dialog.getByRole('button', { name: 'Force release 1' }).click();
-    await hasText(dialog, 'CONFLICT');
+    await hasText(dialog, '2 leases match the filter now, not the 1 confirmed');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     expect(
       (await backend.admin.audit({ limit: 100 })).filter((e) => e.reason === 'count moved (e2e)'),

@@ -72,7 +72,10 @@ for (const flavour of ['postgres', 'redis'] as const satisfies readonly BackendF
       page.on('pageerror', (e) => pageErrors.push(String(e)));
       await page.goto(consoleUt.server.url);
       // Signed in (the token in the address is exchanged for a session) before any other address is opened.
-      await page.getByTestId('fleet-total').getByText(/leases · whole fleet:$/).waitFor({ timeout: 30_000 });
+      await page
+        .getByTestId('fleet-total')
+        .getByText(/leases · whole fleet:$/)
+        .waitFor({ timeout: 30_000 });
     }, 180_000);
 
     afterAll(async () => {

@@ -4,16 +4,29 @@
  * table. A work id with no lease says exactly that: never "it was pruned" for a lease that this
  * page never saw, and "still reading the fleet" while the index has not reached it.
  */
-import type { ConnectionInfo } from '../../../src/console/common/index.ts';
+import type { ConnectionInfo, LeaseRow, LeaseStatus, ViewResult } from '../../../src/console/common/index.ts';
 import { visible } from '../../../src/console/common/index.ts';
 import type { Freshness } from '../../app/freshness.ts';
 import { formatClockSeconds } from '../../lib/format.ts';
 import { type LeaseLookup, useLeaseWatch } from '../fleet/useFleetWindow.ts';
 import { DetailPane } from './DetailPane.tsx';
 
+/** The lease as the fleet table's window holds it, when it is there. */
+export interface TableLease {
+  row: LeaseRow;
+  status: LeaseStatus;
+  view: ViewResult;
+}
+
 export interface LeaseDetailProps {
   connection: ConnectionInfo;
   workId: string;
+  /**
+   * The lease's row in the table's fetched window, if it is in it: then the pane shows that very
+   * row and status (judged with the chips beside it), so pane, row and chips never disagree; the
+   * pane's own watch answers a push apart from the table's.
+   */
+  fromTable: TableLease | null;
   localNow: number;
   freshness: Freshness | undefined;
   onClose: () => void;

@@ -17,7 +17,7 @@ import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
 import { isTypingTarget } from '../../lib/keys.ts';
 import { FleetActions } from '../bulk/FleetActions.tsx';
-import { LeaseDetail } from '../detail/LeaseDetail.tsx';
+import { LeaseDetail, type TableLease } from '../detail/LeaseDetail.tsx';
 import { ColumnsMenu } from './ColumnsMenu.tsx';
 import {
   ConnectionDot,
@@ -31,7 +31,7 @@ import { FleetTable, rowKey } from './FleetTable.tsx';
 import { EMPTY_FILTER, type FleetFilter, type Sort, type SortKey } from './model.ts';
 import { filterFromQuery, fleetQuery, sortFromQuery } from './url.ts';
 import { TYPING_DEBOUNCE_MS, useDebounced, useFleetWindow } from './useFleetWindow.ts';
-import { layoutOf, slotAt, stackOrder, summarize, toViewFilter, toViewSort } from './window.ts';
+import { layoutOf, type Segment, slotAt, stackOrder, summarize, toViewFilter, toViewSort } from './window.ts';
 
 export interface Selection {
   connectionId: string;
@@ -77,6 +77,18 @@ function changeScope(route: Route, scope: string): Route {
 
 function isFiltered(f: FleetFilter): boolean {
   return f.search !== '' || f.holder !== '' || f.workIdPrefix !== '' || f.statuses.size > 0;
+}
+
+/** The selected lease as the table's window holds it, when it is there. */
+function tableLease(segments: readonly Segment[], sel: Selection): TableLease | null {
+  for (const seg of segments) {
+    if (seg.connectionId !== sel.connectionId || seg.view === null) continue;
+    const i = seg.view.rows.findIndex((r) => r.workId === sel.workId);
+    const row = seg.view.rows[i];
+    const status = seg.view.statuses[i];
+    if (row !== undefined && status !== undefined) return { row, status, view: seg.view };
+  }
+  return null;
 }
 
 export function FleetView({ visible, route, searchRef }: FleetViewProps) {
@@ -421,6 +433,7 @@ export function FleetView({ visible, route, searchRef }: FleetViewProps) {
                   key={selectedKey}
                   connection={selectedConn}
                   workId={selection.workId}
+                  fromTable={tableLease(segments, selection)}
                   localNow={tick}
                   freshness={freshness.get(selection.connectionId)}
                   onClose={() => onSelect(null)}
