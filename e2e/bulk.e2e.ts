@@ -114,7 +114,8 @@ describe('fleet-scale actions in Chromium on postgres', () => {
     await expect
       .poll(() => page.getByTestId('fleet-total').textContent(), { timeout: 10_000 })
       .toMatch(/^1 of /);
-    await page.getByRole('button', { name: 'Force release…' }).click();
+    await shot('bulk-count-moved-before');
+    await page.getByRole('button', { name: 'Force release…' }).click({ timeout: 10_000 });
     const dialog = page.getByRole('dialog', { name: 'Force release 1 leases?' });
     await visible(dialog, 10_000);
     await backend.acquire('late/2', 'worker-0', TTL);
