@@ -57,12 +57,17 @@ export function missingText(lease: LeaseLookup, connection: ConnectionInfo, work
 export function LeaseDetail({
   connection,
   workId,
+  fromTable,
   localNow,
   freshness,
   onClose,
   onReturnFocus,
 }: LeaseDetailProps) {
-  const lease = useLeaseWatch(connection.id, workId);
+  const watched = useLeaseWatch(connection.id, workId);
+  const lease: LeaseLookup =
+    fromTable === null
+      ? watched
+      : { state: 'found', row: fromTable.row, status: fromTable.status, view: fromTable.view, error: null };
   return (
     <DetailPane
       connection={connection}
