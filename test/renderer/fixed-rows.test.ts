@@ -3,7 +3,12 @@ import { MAX_SCROLL_PX, rowWindow, scrollTopFor } from '../../renderer/features/
 
 describe('fixed-height rows on screen', () => {
   it('draws the rows under the scroll position plus the overscan, padded to their place', () => {
-    expect(rowWindow(1000, 32, 3200, 640, 5)).toEqual({ first: 95, last: 125, padTop: 95 * 32, height: 32_000 });
+    expect(rowWindow(1000, 32, 3200, 640, 5)).toEqual({
+      first: 95,
+      last: 125,
+      padTop: 95 * 32,
+      height: 32_000,
+    });
     expect(rowWindow(1000, 32, 0, 640, 5)).toMatchObject({ first: 0, last: 25, padTop: 0 });
     expect(rowWindow(0, 32, 0, 640, 5)).toEqual({ first: 0, last: 0, padTop: 0, height: 0 });
   });
