@@ -62,24 +62,27 @@ describe('fleet-scale actions in Chromium on postgres', () => {
 
   afterAll(() => closeAll({ browser, consoleUt, backend, ns }));
 
-  it('force-releases the filtered selection: typed count, Ctrl+Enter, per-row results, one batch id', async () => {
+  it('force-releases what the filters match on the server: counted when opened, typed count, Ctrl+Enter, progress, one batch id', async () => {
     await visible(page.getByRole('row', { name: /bulk\/000/ }), 15_000);
     await page.getByRole('textbox', { name: 'Work ID prefix' }).fill('bulk/');
-    // 10 unreleased leases shown (bulk/released is shown but not part of the selection).
-    const open = page.getByRole('button', { name: 'Force release 10…' });
+    await expect
+      .poll(() => page.getByTestId('fleet-total').textContent(), { timeout: 10_000 })
+      .toMatch(/^11 of 12 leases shown/);
+    const open = page.getByRole('button', { name: 'Force release…' });
     await visible(open);
     await shot('bulk-toolbar');
     await open.click();
+    // 10 unreleased leases match (bulk/released matches the prefix but has no holder to fence).
     const dialog = page.getByRole('dialog', { name: 'Force release 10 leases?' });
-    await visible(dialog);
-    // bulk/003 changes hands while the operator reads the dialog: its pinned token is stale now.
+    await visible(dialog, 10_000);
+    // bulk/003 changes hands while the operator reads the dialog: still one of the 10 matched.
     const moved = records.get('bulk/003')!;
     await backend.admin.forceRelease(moved.workId, {
       expectedToken: moved.fencingToken,
       operator: 'someone-else',
       reason: 'meanwhile',
     });
-    const successor = await backend.acquire(moved.workId, 'worker-new', TTL);
+    await backend.acquire(moved.workId, 'worker-new', TTL);
     const submit = dialog.getByRole('button', { name: 'Force release 10' });
     await dialog.getByLabel('Number of leases').fill('9');
     await dialog.getByLabel('Reason').fill('zone b lost power (e2e)');
@@ -87,25 +90,45 @@ describe('fleet-scale actions in Chromium on postgres', () => {
     await dialog.getByLabel('Number of leases').fill('10');
     await shot('bulk-dialog');
     await dialog.getByLabel('Reason').press('Control+Enter');
-    const done = page.getByRole('dialog', { name: 'Force release: 9 released, 1 refused' });
-    await visible(done, 10_000);
-    const results = done.getByRole('region', { name: 'Result per lease' });
-    await hasText(results.getByRole('row', { name: /bulk\/003/ }), 'CONFLICT');
-    await hasText(results.getByRole('row', { name: /bulk\/000/ }), 'released');
+    const done = page.getByRole('dialog', { name: 'Force release: 10 released, 0 refused' });
+    await visible(done, 15_000);
+    await hasText(done.getByRole('region', { name: 'Result per connection' }), '10 of 10');
     await shot('bulk-results');
     await done.getByRole('button', { name: 'Close' }).click();
     await gone(done);
 
     const audit = await backend.admin.audit({ limit: 100 });
     const batch = audit.filter((e) => e.reason === 'zone b lost power (e2e)');
-    expect(batch).toHaveLength(9);
+    expect(batch).toHaveLength(10);
     expect(new Set(batch.map((e) => e.batchId)).size).toBe(1);
     expect(batch[0]!.batchId).toMatch(/^b_/);
-    expect(batch.map((e) => e.workId)).not.toContain('bulk/003');
-    // The successor was not fenced.
-    expect((await backend.renew(successor, TTL)).fencingToken).toBe(successor.fencingToken);
-    // Nothing left to release among the shown rows but bulk/003's new lease.
-    await visible(page.getByRole('button', { name: 'Force release 1…' }), 5000);
+    // Nothing unreleased is left under the prefix: the dialog finds nothing to release.
+    await expect
+      .poll(() => page.getByRole('button', { name: /^live/ }).textContent(), { timeout: 10_000 })
+      .toMatch(/live\s*1$/);
+  });
+
+  it('refuses a bulk force release whose count moved between the dialog and the confirmation', async () => {
+    await page.getByRole('textbox', { name: 'Work ID prefix' }).fill('late/');
+    await backend.acquire('late/1', 'worker-0', TTL);
+    await expect
+      .poll(() => page.getByTestId('fleet-total').textContent(), { timeout: 10_000 })
+      .toMatch(/^1 of /);
+    await shot('bulk-count-moved-before');
+    await page.getByRole('button', { name: 'Force release…' }).click({ timeout: 10_000 });
+    const dialog = page.getByRole('dialog', { name: 'Force release 1 leases?' });
+    await visible(dialog, 10_000);
+    await backend.acquire('late/2', 'worker-0', TTL);
+    await dialog.getByLabel('Number of leases').fill('1');
+    await dialog.getByLabel('Reason').fill('count moved (e2e)');
+    await dialog.getByRole('button', { name: 'Force release 1' }).click();
+    await hasText(dialog, '2 leases match the filter now, not the 1 confirmed');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect(
+      (await backend.admin.audit({ limit: 100 })).filter((e) => e.reason === 'count moved (e2e)'),
+    ).toEqual([]);
+    // Back to the prefix the export below reads.
+    await page.getByRole('textbox', { name: 'Work ID prefix' }).fill('bulk/');
   });
 
   it('exports the filtered fleet as CSV and JSON, and the audit log', async () => {
@@ -121,7 +144,8 @@ describe('fleet-scale actions in Chromium on postgres', () => {
     expect(rows.map((r) => r.workId).sort()).toEqual(
       [...Array.from({ length: 10 }, (_, i) => `bulk/${String(i).padStart(3, '0')}`), 'bulk/released'].sort(),
     );
-    expect(rows.filter((r) => r.status === 'force-released')).toHaveLength(9);
+    expect(rows.filter((r) => r.status === 'force-released')).toHaveLength(10);
+    expect(rows.find((r) => r.workId === 'bulk/003')?.status).toBe('force-released');
 
     // The formula-looking work id is neutralised and quoted.
     await page.getByRole('textbox', { name: 'Work ID prefix' }).fill('=');
@@ -135,14 +159,14 @@ describe('fleet-scale actions in Chromium on postgres', () => {
     const auditCsv = await downloadText(page, page.getByRole('button', { name: 'Export CSV' }));
     expect(auditCsv.name).toMatch(/^worklease-audit-.*\.csv$/);
     const batchLines = auditCsv.text.split('\r\n').filter((l) => l.includes('zone b lost power (e2e)'));
-    expect(batchLines).toHaveLength(9);
+    expect(batchLines).toHaveLength(10);
     // The batch id is shown on each entry, and filtering by it leaves the batch alone.
     const batchId = (await backend.admin.audit({ workId: 'bulk/000' }))[0]!.batchId!;
     await page.getByRole('searchbox', { name: 'Filter audit log' }).fill(batchId);
-    await expect.poll(() => page.getByRole('row', { name: new RegExp(`batch ${batchId}`) }).count()).toBe(9);
+    await expect.poll(() => page.getByRole('row', { name: new RegExp(`batch ${batchId}`) }).count()).toBe(10);
     const filtered = await downloadText(page, page.getByRole('button', { name: 'Export JSON' }));
     expect((JSON.parse(filtered.text) as Array<{ batchId: string }>).map((e) => e.batchId)).toEqual(
-      Array(9).fill(batchId),
+      Array(10).fill(batchId),
     );
     await shot('audit-export');
   });

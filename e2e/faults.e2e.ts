@@ -180,40 +180,58 @@ describe('the console under faults (Chromium)', () => {
     }, 60_000);
   }
 
-  it('console server killed: stale within 2 s, no held lease ever shown expired', async () => {
-    const ns = namespace('redis', 'faults');
-    const backend = await openNamespace(ns);
-    const fleet = holders(backend, 'held');
-    await fleet.ready;
+  /** `worklease serve` in its own process on a free loopback port; resolves once it listens. */
+  async function spawnServe(consoleUrl: string) {
     const port = await freePort();
     const token = randomBytes(18).toString('base64url');
     const bin = fileURLToPath(new URL('../bin/worklease', import.meta.url));
     const server = spawn(
       process.execPath,
-      [bin, 'serve', '--connect', ns.consoleUrl, '--port', String(port), '--token', token],
+      [bin, 'serve', '--connect', consoleUrl, '--port', String(port), '--token', token],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
+    // The URL to open is printed once the server listens.
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => reject(new Error(`serve did not start: ${out}`)), 30_000);
+      server.stdout?.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (out.includes(`:${port}`)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      server.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)));
+    }).catch((err) => {
+      server.kill('SIGKILL');
+      throw err;
+    });
+    return {
+      server,
+      url: `http://127.0.0.1:${port}/?token=${token}`,
+      stop() {
+        if (server.exitCode === null && server.signalCode === null) {
+          // A stopped process must be continued to act on anything but SIGKILL; SIGKILL ends it either way.
+          server.kill('SIGKILL');
+        }
+      },
+    };
+  }
+
+  it('console server killed: stale within 2 s, no held lease ever shown expired', async () => {
+    const ns = namespace('redis', 'faults');
+    const backend = await openNamespace(ns);
+    const fleet = holders(backend, 'held');
+    await fleet.ready;
+    const serve = await spawnServe(ns.consoleUrl);
     const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
     page.on('pageerror', (e) => pageErrors.push(String(e)));
     try {
-      // The URL to open is printed once the server listens.
-      await new Promise<void>((resolve, reject) => {
-        let out = '';
-        const timer = setTimeout(() => reject(new Error(`serve did not start: ${out}`)), 30_000);
-        server.stdout?.on('data', (d: Buffer) => {
-          out += d.toString();
-          if (out.includes(`:${port}`)) {
-            clearTimeout(timer);
-            resolve();
-          }
-        });
-        server.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${out}`)));
-      });
-      await page.goto(`http://127.0.0.1:${port}/?token=${token}`);
+      await page.goto(serve.url);
       await waitLiveRows(page, 'held/');
       await sampleFor(page, 1000);
       const lostAt = Date.now();
-      server.kill('SIGKILL');
+      serve.server.kill('SIGKILL');
       // The holders keep renewing on the backend all along: every lease stays live there.
       const during = await sampleFor(page, 7000);
       await shoot(page, 'stale-console-server-killed');
@@ -226,7 +244,47 @@ describe('the console under faults (Chromium)', () => {
       expect(verdict.lastNote).toMatch(/as of \d\d:\d\d:\d\d — \d+ s ago.*console server cannot be reached/);
     } finally {
       await page.close();
-      if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
+      serve.stop();
+      await fleet.stop();
+      await backend.close().catch(() => {});
+      await dropNamespace(ns);
+    }
+    expect(pageErrors).toEqual([]);
+  }, 90_000);
+
+  // Frozen (SIGSTOP), the server keeps its sockets open: no close tells the page, only silence
+  // does. The page used to notice at its next one-second tick past a 3 s threshold (3.96 s).
+  it('console server silent (frozen): stale within 2 s, live again once it speaks', async () => {
+    const ns = namespace('redis', 'faults');
+    const backend = await openNamespace(ns);
+    const fleet = holders(backend, 'quiet');
+    await fleet.ready;
+    const serve = await spawnServe(ns.consoleUrl);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    try {
+      await page.goto(serve.url);
+      await waitLiveRows(page, 'quiet/');
+      await sampleFor(page, 1000);
+      const lostAt = Date.now();
+      serve.server.kill('SIGSTOP');
+      const during = await sampleFor(page, 4000);
+      await shoot(page, 'stale-console-server-silent');
+      const verdict = judge(during, lostAt, 'quiet/');
+      console.log(
+        `console server silent: stale mark after ${verdict.staleAfterMs} ms; ${during.length} samples`,
+      );
+      expect(verdict.expiredShown).toEqual([]);
+      expect(verdict.staleAfterMs).toBeLessThanOrEqual(STALE_WITHIN_MS);
+      expect(verdict.lastNote).toMatch(
+        /as of \d\d:\d\d:\d\d — \d+ s ago.*console server has sent nothing for/,
+      );
+      serve.server.kill('SIGCONT');
+      // It speaks again: the mark goes, with nothing reloaded by hand.
+      await waitLiveRows(page, 'quiet/');
+    } finally {
+      await page.close();
+      serve.stop();
       await fleet.stop();
       await backend.close().catch(() => {});
       await dropNamespace(ns);

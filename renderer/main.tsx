@@ -3,6 +3,7 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { createClient } from './api/client.ts';
 import { FleetSync } from './api/sync.ts';
+import { WatchHub } from './api/watches.ts';
 import { App } from './app/App.tsx';
 import { ServicesContext } from './app/context.tsx';
 import './styles.css';
@@ -17,13 +18,15 @@ const queryClient = new QueryClient({
 });
 const sync = new FleetSync(client, queryClient);
 sync.start();
+const watches = new WatchHub(client);
+watches.start();
 
 const root = document.getElementById('root');
 if (root === null) throw new Error('index.html has no #root');
 createRoot(root).render(
   <StrictMode>
     <QueryClientProvider client={queryClient}>
-      <ServicesContext.Provider value={{ client, sync }}>
+      <ServicesContext.Provider value={{ client, sync, watches }}>
         <App />
       </ServicesContext.Provider>
     </QueryClientProvider>

@@ -19,8 +19,9 @@ import {
   type Params,
   type ResponseEnvelope,
   type Result,
+  type ViewQuery,
   type WorkleaseBridge,
-} from '../../src/console/api.ts';
+} from '../../src/console/common/index.ts';
 
 /** A console error rebuilt from wire data; `code` is the stable one from the server. */
 export class ConsoleError extends Error {
@@ -35,6 +36,23 @@ export class ConsoleError extends Error {
   }
 }
 
+/** The wire form of any error thrown at the page (a ConsoleError keeps its code). */
+export function errorData(err: unknown): ErrorDataWire {
+  if (err instanceof ConsoleError) {
+    return {
+      name: err.name,
+      code: err.code,
+      message: err.message,
+      ...(err.details === undefined ? {} : { details: err.details }),
+    };
+  }
+  return {
+    name: 'InternalError',
+    code: 'INTERNAL',
+    message: err instanceof Error ? err.message : String(err),
+  };
+}
+
 export function errorCode(err: unknown): string {
   return err instanceof ConsoleError ? err.code : 'INTERNAL';
 }
@@ -44,6 +62,14 @@ export type TransportState = 'connecting' | 'open' | 'closed';
 
 export interface ConsoleClient extends ConsoleApi {
   readonly transport: 'electron' | 'web';
+  /**
+   * Subscribes to a fleet view (src/console/common/view.ts): `view` events for `watchId` follow
+   * through `subscribe`, at once and whenever the window, its total or the counts change. The same
+   * id again replaces the query (a scroll). Over the web, a `view.watch` message on the event
+   * socket, sent again after every reconnect; in Electron, the `fleet.watch` call.
+   */
+  watch(watchId: string, query: ViewQuery): void;
+  unwatch(watchId: string): void;
   /** Called on every link state change; `open` after a reconnect means events may have been missed. */
   onTransportState(listener: (state: TransportState) => void): () => void;
   readonly transportState: TransportState;
@@ -141,17 +167,33 @@ class Listeners<T> {
 }
 
 function electronClient(bridge: WorkleaseBridge): ConsoleClient {
+  // The first window of a watch is the answer to `fleet.watch`: handed to listeners as its event.
+  const own = new Listeners<ConsoleEvent>();
+  const call = async <M extends MethodName>(method: M, params: Params<M>): Promise<Result<M>> =>
+    unwrap(method, await bridge.call(method, params));
   return {
     transport: 'electron',
     transportState: 'open',
-    async call(method, params) {
-      return unwrap(method, await bridge.call(method, params));
-    },
+    call,
     subscribe(listener) {
-      return bridge.subscribe((raw) => {
+      const offOwn = own.add(listener);
+      const off = bridge.subscribe((raw) => {
         const event = parseEvent(raw);
         if (event !== null) listener(event);
       });
+      return () => {
+        offOwn();
+        off();
+      };
+    },
+    watch(watchId, query) {
+      call('fleet.watch', { watchId, query }).then(
+        (view) => own.emit({ type: 'view', watchId, view }),
+        (err: unknown) => own.emit({ type: 'view.error', watchId, error: errorData(err) }),
+      );
+    },
+    unwatch(watchId) {
+      void call('fleet.unwatch', { watchId }).catch(() => {});
     },
     // IPC to the app's own main process cannot drop while the window lives.
     onTransportState: () => () => {},
@@ -318,6 +360,11 @@ function webClient(arrival: Promise<Arrival>): ConsoleClient {
   };
   let state: TransportState = 'connecting';
   let socket: WebSocket | null = null;
+  /** Every view subscription, sent again on each new socket (a reconnect starts with none). */
+  const watches = new Map<string, ViewQuery>();
+  const send = (message: unknown) => {
+    if (socket !== null && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify(message));
+  };
   let attempt = 0;
   let started = false;
 
@@ -341,6 +388,7 @@ function webClient(arrival: Promise<Arrival>): ConsoleClient {
     socket = ws;
     ws.onopen = () => {
       attempt = 0;
+      for (const [watchId, query] of watches) send({ type: 'view.watch', watchId, query });
       setState('open');
     };
     ws.onmessage = (msg) => {
@@ -373,6 +421,13 @@ function webClient(arrival: Promise<Arrival>): ConsoleClient {
     transport: 'web',
     get transportState() {
       return state;
+    },
+    watch(watchId, query) {
+      watches.set(watchId, query);
+      send({ type: 'view.watch', watchId, query });
+    },
+    unwatch(watchId) {
+      if (watches.delete(watchId)) send({ type: 'view.unwatch', watchId });
     },
     async call(method, params) {
       await signedIn;

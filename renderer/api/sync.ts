@@ -7,7 +7,7 @@
  * polls.
  */
 import type { QueryClient } from '@tanstack/react-query';
-import type { ConnectionInfo, ConsoleEvent, HeartbeatCheckWire } from '../../src/console/api.ts';
+import type { ConnectionInfo, ConsoleEvent, HeartbeatCheckWire } from '../../src/console/common/index.ts';
 import {
   applyLeaseEvents,
   type FleetData,
@@ -17,6 +17,7 @@ import {
 } from '../features/fleet/model.ts';
 import type { ConsoleClient, TransportState } from './client.ts';
 import { keys } from './queries.ts';
+import { SilenceWatch } from './silence.ts';
 
 /**
  * Least time between two batches, ms. Every batch makes the fleet re-render its rows, so at 2 000
@@ -42,8 +43,8 @@ export class FleetSync {
   private wasClosed = false;
   /** Local time the last event arrived, for "as of N s ago" while the link is down. */
   lastEventAt = Date.now();
-  /** Local time each connection was last heard of (any event naming it); the service speaks every second. */
-  readonly heardAt = new Map<string, number>();
+  /** When each connection was last heard of (the service speaks every second): silence marks it stale. */
+  readonly silence = new SilenceWatch();
   /**
    * The newest syncedAt of each connection. The service announces every connection every second;
    * when nothing but syncedAt moved, only this map is updated, not the query cache, so the fleet
@@ -56,7 +57,6 @@ export class FleetSync {
    * The check time statuses are judged at travels with the rows instead (FleetData.heartbeatsAsOf).
    */
   readonly heartbeats = new Map<string, HeartbeatCheckWire>();
-  readonly startedAt = Date.now();
 
   constructor(
     private readonly client: ConsoleClient,
@@ -70,6 +70,7 @@ export class FleetSync {
       offEvents();
       offState();
       if (this.timer !== null) clearTimeout(this.timer);
+      this.silence.stop();
     };
   }
 
@@ -163,8 +164,10 @@ export class FleetSync {
   private onEvent(event: ConsoleEvent): void {
     const now = Date.now();
     this.lastEventAt = now;
-    if (event.type === 'connections') for (const c of event.connections) this.heardAt.set(c.id, now);
-    else this.heardAt.set(event.type === 'connection' ? event.connection.id : event.connectionId, now);
+    if (event.type === 'connections') for (const c of event.connections) this.silence.heard(c.id, now);
+    else if (event.type === 'connection') this.silence.heard(event.connection.id, now);
+    else if (event.type === 'view') this.silence.heard(event.view.connectionId, now);
+    else if ('connectionId' in event) this.silence.heard(event.connectionId, now);
     switch (event.type) {
       case 'connections':
         for (const c of event.connections) this.note(c);

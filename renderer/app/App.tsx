@@ -1,5 +1,5 @@
 import { type ReactNode, useEffect, useRef, useState, useSyncExternalStore } from 'react';
-import { visible } from '../../src/console/text.ts';
+import { visible } from '../../src/console/common/index.ts';
 import { ActivityView } from '../features/activity/ActivityView.tsx';
 import { AuditView } from '../features/audit/AuditView.tsx';
 import { ConnectionsView } from '../features/connections/ConnectionsView.tsx';
@@ -10,7 +10,7 @@ import { SettingsView } from '../features/settings/SettingsView.tsx';
 import { isTypingTarget } from '../lib/keys.ts';
 import { useServices } from './context.tsx';
 import { useTransportState } from './freshness.ts';
-import { useFleets, useInfo } from './hooks.ts';
+import { useInfo } from './hooks.ts';
 import { navigate, useRoute } from './router.ts';
 import { HOME, type Route } from './routes.ts';
 import { ShortcutsDialog } from './Shortcuts.tsx';
@@ -42,7 +42,7 @@ const VIEWS: readonly ViewDef[] = [
   { id: 'audit', label: 'Audit log', render: ({ route }) => <AuditView route={route} /> },
   { id: 'activity', label: 'Activity', render: () => <ActivityView /> },
   { id: 'groups', label: 'Groups', render: () => <GroupsView /> },
-  { id: 'connections', label: 'Connections', render: ({ linkUp }) => <ConnectionsView linkUp={linkUp} /> },
+  { id: 'connections', label: 'Connections', render: () => <ConnectionsView /> },
   { id: 'settings', label: 'Settings', render: () => <SettingsView /> },
 ];
 
@@ -81,9 +81,8 @@ function Console() {
   const searchRef = useRef<HTMLInputElement>(null);
   const [help, setHelp] = useState(false);
   const info = useInfo();
-  const fleets = useFleets();
   const transport = useTransportState();
-  const notifications = useStuckNotifications(fleets);
+  const notifications = useStuckNotifications();
   const linkUp = transport === 'open';
   const title = pageTitle(view, route);
 
@@ -156,7 +155,6 @@ function Console() {
       <main className="main">
         <div className="view" hidden={view.id !== 'fleet'}>
           <FleetView
-            fleets={fleets}
             visible={view.id === 'fleet'}
             route={view.id === 'fleet' ? route : fleetRoute.current}
             searchRef={searchRef}

@@ -2,7 +2,7 @@
  * The words the console shows for an error: what happened, what to do, and a command to run. Plain
  * TypeScript (no JSX), so the tests read it as the page does.
  */
-import { type ErrorDataWire, schemaNewerThanThis } from '../../src/console/api.ts';
+import { type ErrorDataWire, schemaNewerThanThis } from '../../src/console/common/index.ts';
 
 /**
  * Where an error is shown decides what it means: a connection's own error (it keeps retrying),

@@ -1,6 +1,6 @@
 import { useQueries, useQuery } from '@tanstack/react-query';
 import { useMemo } from 'react';
-import type { ConnectionInfo } from '../../src/console/api.ts';
+import type { ConnectionInfo } from '../../src/console/common/index.ts';
 import { connectionsQuery, fleetQuery, infoQuery, sessionQuery } from '../api/queries.ts';
 import type { FleetData, FleetSource } from '../features/fleet/model.ts';
 import { useServices } from './context.tsx';

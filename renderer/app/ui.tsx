@@ -1,7 +1,6 @@
 /** Small pieces shared by several features. */
-import type { ConnectionInfo, ErrorDataWire, LeaseStatus } from '../../src/console/api.ts';
+import type { ErrorDataWire, LeaseStatus } from '../../src/console/common/index.ts';
 import { ConsoleError } from '../api/client.ts';
-import { formatAgo } from '../lib/format.ts';
 import { describeError, type ErrorContext } from './error-text.ts';
 
 export function EnvBadge({ env }: { env: string }) {
@@ -69,32 +68,4 @@ export function ErrorNotice({
       </div>
     </div>
   );
-}
-
-/** "live", "reconnecting · as of 12 s ago", …: how current this connection's picture is. */
-export function freshness(
-  conn: ConnectionInfo,
-  localNow: number,
-  linkUp: boolean,
-  lastEventAt: number,
-): string {
-  if (!linkUp) return `console server unreachable · as of ${formatAgo(localNow - lastEventAt)}`;
-  const asOf =
-    conn.syncedAt === null
-      ? 'never synced'
-      : `as of ${formatAgo(localNow + conn.clockOffsetMs - conn.syncedAt)}`;
-  switch (conn.state) {
-    case 'live':
-      return 'live';
-    case 'stale':
-      return `stale: the backend is not answering · ${asOf}`;
-    case 'connecting':
-      return 'connecting…';
-    case 'reconnecting':
-      return `reconnecting · ${asOf}`;
-    case 'error':
-      return `error · ${asOf}`;
-    case 'closed':
-      return `closed · ${asOf}`;
-  }
 }

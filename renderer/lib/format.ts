@@ -1,6 +1,6 @@
 /** Display helpers. Every input is milliseconds or bytes; outputs are short and stable in width. */
 
-import { formatDuration, formatExpiry, formatRelative } from '../../src/console/format.ts';
+import { formatDuration, formatExpiry, formatRelative } from '../../src/console/common/index.ts';
 
 /** The one duration format, shared with the CLI: "42 s", "4 min 10 s", "1 h 59 min". */
 export { formatDuration, formatExpiry, formatRelative };

@@ -13,22 +13,32 @@
  * base64.
  */
 import * as z from 'zod';
-import { ErrorCode, type ErrorData } from '../lease/errors.ts';
+import { JobEventSchema, ViewErrorEventSchema, ViewEventSchema, viewMethods } from './common/view.ts';
+import {
+  ErrorCodeSchema,
+  ErrorDataSchema,
+  type ErrorDataWire,
+  LEASE_STATUSES,
+  type LeaseRow,
+  LeaseRowSchema,
+  type LeaseStatus,
+  LeaseStatusSchema,
+  type ReleaseRequestWire,
+  ReleaseRequestWireSchema,
+} from './common/wire.ts';
 
-/** The wire form of {@link ErrorCode}: the same codes, from the one table in src/lease/errors.ts. */
-export const ErrorCodeSchema = z.enum(ErrorCode);
-
-/** An error as it crosses IPC/HTTP: {@link ErrorData}, defined once in src/lease/errors.ts. */
-export type ErrorDataWire = ErrorData;
-export const ErrorDataSchema: z.ZodType<ErrorDataWire> = z.lazy(() =>
-  z.object({
-    name: z.string(),
-    code: ErrorCodeSchema,
-    message: z.string(),
-    details: z.record(z.string(), z.unknown()).optional(),
-    cause: ErrorDataSchema.optional(),
-  }),
-);
+export {
+  ErrorCodeSchema,
+  ErrorDataSchema,
+  type ErrorDataWire,
+  LEASE_STATUSES,
+  type LeaseRow,
+  LeaseRowSchema,
+  type LeaseStatus,
+  LeaseStatusSchema,
+  type ReleaseRequestWire,
+  ReleaseRequestWireSchema,
+};
 
 /**
  * True when a SCHEMA_MISMATCH's details say the stored schema is newer than this worklease: a
@@ -49,18 +59,6 @@ const ms = z.number().int().nonnegative();
 /** An audit entry's token: a fencing token, or '0' on an entry that names none (a recovery). */
 const auditToken = z.string().regex(/^(0|[1-9][0-9]{0,18})$/, 'a fencing token (decimal string) or 0');
 
-/** Derived status of one lease (see src/console/status.ts for the rules). */
-export const LeaseStatusSchema = z.enum([
-  'live',
-  'expiring',
-  'expired',
-  'released',
-  'stuck',
-  'force-released',
-]);
-export type LeaseStatus = z.infer<typeof LeaseStatusSchema>;
-export const LEASE_STATUSES = LeaseStatusSchema.options;
-
 export const ThresholdsSchema = z.strictObject({
   /** A live lease is `expiring` when less than this fraction of its ttl is left. Default 0.25. */
   expiringFraction: z.number().gt(0).lt(1),
@@ -69,39 +67,6 @@ export const ThresholdsSchema = z.strictObject({
 });
 export type Thresholds = z.infer<typeof ThresholdsSchema>;
 export const DEFAULT_THRESHOLDS: Thresholds = { expiringFraction: 0.25, stuckAfterMs: 60_000 };
-
-/** An operator's request that the holder hand the lease over (backend clock, ms). */
-export const ReleaseRequestWireSchema = z.strictObject({
-  at: ms,
-  operator: z.string().max(200),
-  reason: z.string().max(2000),
-});
-export type ReleaseRequestWire = z.infer<typeof ReleaseRequestWireSchema>;
-
-/** One lease as the console shows it. Never carries checkpoint bytes. */
-export const LeaseRowSchema = z.strictObject({
-  workId: id,
-  holderId: id,
-  fencingToken: token,
-  expiresAt: ms,
-  ttlMs: ms,
-  stepId: z.string().nullable(),
-  acquiredAt: ms,
-  renewedAt: ms.nullable(),
-  checkpointedAt: ms.nullable(),
-  releasedAt: ms.nullable(),
-  checkpointSize: ms.nullable(),
-  cleanHandoff: z.boolean(),
-  predecessorEnd: z.enum(['none', 'released', 'expired', 'force-released']),
-  ended: z.enum(['released', 'force-released']).nullable(),
-  version: z.string().regex(/^[0-9]{1,20}$/),
-  /**
-   * The pending release request, or null. The service always sends it; optional in the schema
-   * only so rows built by older code still validate. Its age is server time minus `at`.
-   */
-  releaseRequest: ReleaseRequestWireSchema.nullable().optional(),
-});
-export type LeaseRow = z.infer<typeof LeaseRowSchema>;
 
 /**
  * `stale`: the backend has not confirmed the feed for a while (a call hangs); rows are as of
@@ -705,6 +670,12 @@ export const methods = {
    * (the page shows it and disables what is not allowed, with the reason).
    */
   'console.session': { params: z.strictObject({}), result: SessionSchema },
+  /**
+   * Closes and opens the connection's backend again and rebuilds its index (after a data loss, or
+   * to retry at once). Operator role. The answer is the connection as it starts reconnecting.
+   */
+  'connections.reopen': { params: z.strictObject({ id: connectionId }), result: ConnectionInfoSchema },
+  ...viewMethods,
 } as const;
 
 export type MethodName = keyof typeof methods;
@@ -759,6 +730,9 @@ export const ConsoleEventSchema = z.discriminatedUnion('type', [
     type: z.literal('connections'),
     connections: z.array(ConnectionInfoSchema),
   }),
+  ViewEventSchema,
+  ViewErrorEventSchema,
+  JobEventSchema,
 ]);
 export type ConsoleEvent = z.infer<typeof ConsoleEventSchema>;
 

@@ -1,6 +1,9 @@
 /**
- * The fleet model of one connection: every lease row the backend holds, kept
- * current by following the backend's change feed.
+ * The fleet model of one connection: an index of every lease the backend holds (fleet/store.ts:
+ * columns, work-id order, statuses and counts), built by reading the fleet once in work-id pages
+ * and kept current by following the backend's change feed. The console server answers views,
+ * counts, bulk actions and exports from it (issue 43, docs/console-scale.md); the browser holds
+ * only what it shows.
  *
  * Correctness rests on three rules:
  * 1. The feed cursor is taken BEFORE the snapshot is listed. Every write is
@@ -9,67 +12,52 @@
  *    per work item: a change that is older than the row (already in the
  *    snapshot, or delivered twice) is dropped, so the model never regresses.
  *    A `pruned` change removes the row only if the row's token is not newer,
- *    and leaves a tombstone so a late duplicate cannot resurrect it.
+ *    and leaves a tombstone so a late duplicate cannot resurrect it (fleet/rows.ts).
  * 3. On a backend error the loop keeps its last cursor and resumes from it
  *    with backoff; only a `gap` (the backend trimmed changes we had not read)
- *    forces a new snapshot, announced with a `resync` event.
+ *    forces a new snapshot, announced with a `resync` event. DATASET_LOST (the
+ *    backend lost its data) empties the index at once, so vanished leases are
+ *    never shown as current; `connections.reopen` opens the backend again.
+ *
+ * While a snapshot is read, the index already answers with the rows read so far and says so
+ * (`loading`: read so far, and the backend's count as the estimate): never a smaller total
+ * shown as final.
  *
  * Polling is adaptive: right after a batch with changes the next poll comes
  * after `pollMinMs` (at once when the batch was full); each empty poll doubles
- * the wait up to `pollMaxMs`. An idle fleet therefore costs at most one
- * `changes` call per `pollMaxMs`, while a busy one sees changes within
- * `pollMinMs` + the coalescing window.
+ * the wait up to `pollMaxMs`. Where the backend pushes wake-ups
+ * (`admin.watchChanges`), an idle model waits for them instead (a safety poll
+ * every 60 s); a wake-up during a poll makes the next wait at most `pollMinMs`.
  *
- * When the backend can push wake-ups (`admin.watchChanges`), an idle model
- * waits for them instead: a wake-up ends an idle wait at once, and the idle
- * wait grows to 60 s by default (a slow safety poll, since a wake-up can be
- * lost). One that arrives while a poll is in flight makes the next wait at
- * most `pollMinMs`, so a write racing a poll is not left for the safety poll.
+ * Freshness: the model confirms the feed at least every `heartbeatMs` (1 s): an
+ * idle wait never lasts longer, and where the backend pushes wake-ups the
+ * confirmation between safety polls is one `serverTime` call. `syncedAt` is the
+ * backend time at which the last confirmed poll or heartbeat started. When no
+ * confirmation came for `staleAfterMs` (1.5 s) the state turns `stale` at once,
+ * without waiting for the hanging call's timeout.
  *
- * Freshness: the model confirms the feed at least every `heartbeatMs` (1 s):
- * an idle wait never lasts longer, and where the backend pushes wake-ups the
- * confirmation between safety polls is one `serverTime` call (one command even
- * on a cluster, where a poll is 32) — the push channel carries the news, the
- * call proves the link. `syncedAt` is the backend time at which the last
- * confirmed poll or heartbeat started. When no confirmation came for
- * `staleAfterMs` (1.5 s: a heartbeat plus 0.5 s margin) the state turns
- * `stale` at once, without waiting for the hanging call's 10 s timeout, so a
- * console shows "as of" within 2 s of losing its backend.
- *
- * Heartbeat checks: the feed carries ownership changes only (acquired, released,
- * force-released, release-requested, pruned); a renew or checkpoint bumps the
- * row's version without a feed entry (issue 14: no heartbeat-rate side writes
- * on the lease calls' hot path). So the model re-reads the whole fleet itself —
- * a sweep: one `serverTime` call, then `admin.list` pages — and applies each
- * row that is a heartbeat-rate change of the lease it holds (same token, same
- * end: a renew, a checkpoint, a release request) by the same (token, version)
- * order, emitting the rows that moved as a `leases` event like feed changes.
- * Ownership changes stay the feed's (see `applyHeartbeat`). A sweep starts
- * every `heartbeatCheckMs` (2 s), but never sooner than `sweepCostFactor` (5)
- * times the last sweep's duration after the last one started, so sweeping
- * occupies at most a fifth of the console's time on the backend however large
- * the fleet. Measured by bench/console.ts (medians of two runs, 2 shared
- * cores at load average 3.5–13): 1 000 leases sweep in 4–23 ms (checked every
- * 2 s, ≤ 1 % of the time); 100 000 in 0.27–0.41 s on Redis (every 2 s) and
- * 0.6–1.9 s on PostgreSQL, whose interval then grows to 3–10 s. `heartbeatsAsOf` is the backend's time read by the first
- * call of the last complete sweep: every lease the model holds is at least as
- * new as that moment (or changed hands since, which the feed brings within a
- * poll), so one whose `expiresAt` is before it has really run out (renewing an
- * expired lease fails; only an acquire, which the feed carries, can bring it
- * back), and one whose `expiresAt` is after it may have been renewed since.
- * Statuses are therefore judged at min(backend now, heartbeatsAsOf) (see
- * status.ts `judgedAt`): a healthy lease is never shown expired between two
- * checks. The first snapshot and every resync count as a sweep. A failing
- * sweep puts the connection in `reconnecting`/`error` until one succeeds; one
- * that hangs turns it `stale`; rows are never dropped by a sweep (only a
- * `pruned` change removes them).
+ * Heartbeat checks (fleet/checks.ts): renews and checkpoints write no feed entry, so every
+ * `heartbeatCheckMs` (2 s, at every fleet size) the model re-reads the leases whose status may
+ * have changed by then (the store's timing wheel) and the rows in subscribed views, and applies
+ * each one that is a heartbeat-rate change of the lease it holds (same token, same end); the
+ * ownership changes stay the feed's. `heartbeatsAsOf` is the backend time the last complete check
+ * (or snapshot) began at; statuses are judged at min(backend now, heartbeatsAsOf) (status.ts
+ * `judgedAt`), so a healthy lease is never shown expired between two checks, and one that ran out
+ * is shown expired after the first check that began after its expiry. A failing check puts the
+ * connection in `reconnecting`/`error` until one succeeds; one that hangs turns it `stale`.
  */
+
 import { hasCode, WorkleaseError } from '../lease/errors.ts';
-import type { HandoffCounts, LeaseAdmin, LeaseChange, LeaseInfo } from '../lease/types.ts';
-import type { ConnectionState, LeaseRow } from './api.ts';
+import type { LeaseAdmin, LeaseChange, LeaseInfo } from '../lease/types.ts';
+import type { ConnectionState, LeaseRow, Thresholds } from './api.ts';
+import { DEFAULT_THRESHOLDS } from './api.ts';
 import type { ServerClock } from './clock.ts';
-import { toLeaseRow } from './rows.ts';
-import { RateRecorder } from './stats.ts';
+import { runCheck } from './fleet/checks.ts';
+import { FleetRows } from './fleet/rows.ts';
+import type { FleetStore } from './fleet/store.ts';
+import type { RateRecorder } from './stats.ts';
+
+export { lower } from './fleet/rows.ts';
 
 export interface FleetModelOptions {
   /** Poll delay right after a batch with changes, ms. Default 50. */
@@ -87,27 +75,31 @@ export interface FleetModelOptions {
   changeLimit?: number;
   /** First retry delay after a backend error, ms (doubles). Default 100. */
   retryMinMs?: number;
-  /** Longest retry delay, ms. Default 5000. */
+  /** Longest retry delay of the feed, ms. Default 2000. */
   retryMaxMs?: number;
   /** Longest time between two confirmations of the feed (a poll or a heartbeat), ms. Default 1000. */
   heartbeatMs?: number;
   /** The state turns `stale` when no confirmation came for this long, ms. Default 1500. */
   staleAfterMs?: number;
-  /** Heartbeat freshness: a sweep of the whole fleet starts this often, ms. Default 2000. */
+  /** Heartbeat checks start this often, ms (also the longest retry delay of a failing one). Default 2000. */
   heartbeatCheckMs?: number;
-  /** A sweep starts no sooner than this many times the last sweep's duration after the last one started. Default 5. */
+  /** Accepted for older callers; checks no longer grow with the fleet, so it is not used. */
   sweepCostFactor?: number;
+  /** Rows of subscribed views re-read by each check, at most. Default 4000. */
+  maxVisibleChecked?: number;
+  /** Status thresholds of the connection. Default DEFAULT_THRESHOLDS. */
+  thresholds?: Thresholds;
 }
 
 /** The model's heartbeat checks, as ConnectionInfo shows them. */
 export interface HeartbeatCheck {
-  /** Backend time at the start of the last complete sweep (or snapshot); null before the first. */
+  /** Backend time at the start of the last complete check (or snapshot); null before the first. */
   asOf: number | null;
-  /** The interval sweeps run at now: the configured one, or longer where the fleet's size makes a sweep slow, ms. */
+  /** The interval checks run at, ms. */
   intervalMs: number;
-  /** How long the last sweep took, ms; null before the first. */
+  /** How long the last check took, ms; null before the first. */
   lastMs: number | null;
-  /** Rows the last sweep read. */
+  /** Rows the last check read (due + visible; a snapshot: every row). */
   lastRows: number;
 }
 
@@ -124,16 +116,6 @@ export type ModelEvent =
   | { type: 'resync'; seq: number }
   | { type: 'state'; state: ConnectionState; error: unknown; syncedAt: number | null };
 
-interface Entry {
-  row: LeaseRow;
-  token: bigint;
-  version: bigint;
-  /** The backend's handoff counters at this version, where it keeps them (see LeaseInfo.handoffs). */
-  handoffs: HandoffCounts | undefined;
-}
-
-const NO_HANDOFFS: HandoffCounts = { acquisitions: 0, releases: 0, forceReleases: 0 };
-
 export interface ModelSnapshot {
   rows: LeaseRow[];
   seq: number;
@@ -142,17 +124,13 @@ export interface ModelSnapshot {
   heartbeatsAsOf: number | null;
 }
 
+/** A snapshot being read: rows so far, and the backend's count (null until it answered, or without one). */
+export interface Loading {
+  read: number;
+  estimate: number | null;
+}
+
 const sleepResolved = Promise.resolve();
-
-/** Some counter went down: the work item was pruned (which resets them) in between. */
-export function lower(a: HandoffCounts, b: HandoffCounts): boolean {
-  return a.acquisitions < b.acquisitions || a.releases < b.releases || a.forceReleases < b.forceReleases;
-}
-
-/** Versions of a work item are ordered by (token, version). */
-function newer(info: LeaseInfo, than: { token: bigint; version: bigint }): boolean {
-  return info.fencingToken > than.token || (info.fencingToken === than.token && info.version > than.version);
-}
 
 export class FleetModel {
   private readonly pollMinMs: number;
@@ -166,21 +144,19 @@ export class FleetModel {
   private readonly heartbeatMs: number;
   private readonly staleAfterMs: number;
   private readonly heartbeatCheckMs: number;
-  private readonly sweepCostFactor: number;
+  private readonly maxVisibleChecked: number;
 
-  private entries = new Map<string, Entry>();
-  private readonly tombstones = new Map<string, bigint>();
+  private readonly fleet: FleetRows;
   private readonly listeners = new Set<(event: ModelEvent) => void>();
-  readonly rates = new RateRecorder();
+  private visibleSource: () => Iterable<string> = () => [];
 
   private seqNo = 0;
   private cursor: string | null = null;
   private stateValue: ConnectionState = 'connecting';
   private errorValue: unknown = null;
   private syncedAtValue: number | null = null;
+  private loadingValue: Loading | null = { read: 0, estimate: null };
 
-  private pendingUpserts = new Map<string, LeaseRow>();
-  private pendingRemoved = new Set<string>();
   private flushTimer: NodeJS.Timeout | null = null;
 
   private running = false;
@@ -202,28 +178,27 @@ export class FleetModel {
   private pollRequested = false;
   private staleTimer: NodeJS.Timeout | null = null;
 
-  // Health, combined by refreshState(): the feed's last call and the last sweep each fail or not.
+  // Health, combined by refreshState(): the feed's last call and the last check each fail or not.
   private feedFailure: unknown = null;
   /** No feed confirmation for staleAfterMs. */
   private feedSilent = false;
-  private sweepFailure: unknown = null;
-  /** A sweep runs far longer than the last one did. */
-  private sweepSilent = false;
+  private checkFailure: unknown = null;
+  /** A check runs far longer than the last one did. */
+  private checkSilent = false;
 
-  // Heartbeat checks (sweeps).
+  // Heartbeat checks.
   private heartbeatsAsOfValue: number | null = null;
-  private sweepIntervalMs: number;
-  private lastSweepMs: number | null = null;
-  private lastSweepRows = 0;
-  /** Local time (performance.now) the last sweep started. */
-  private lastSweepStart = Number.NEGATIVE_INFINITY;
-  private sweepDone: Promise<void> = sleepResolved;
-  private sweepWakeUp: (() => void) | null = null;
-  private sweepOverdueTimer: NodeJS.Timeout | null = null;
-  /** A snapshot is being read: it is a sweep itself, so sweeps wait. */
+  private lastCheckMs: number | null = null;
+  private lastCheckRows = 0;
+  /** Local time (performance.now) the last check started. */
+  private lastCheckStart = Number.NEGATIVE_INFINITY;
+  private checkDone: Promise<void> = sleepResolved;
+  private checkWakeUp: (() => void) | null = null;
+  private checkOverdueTimer: NodeJS.Timeout | null = null;
+  /** A snapshot is being read: it is a check itself, so checks wait. */
   private loadingSnapshot = false;
-  /** Sweeps (and snapshots) started / completed; waiters of `swept` wait for one started after they asked. */
-  private sweepsStarted = 0;
+  /** Checks (and snapshots) started; waiters of `swept` wait for one started after they asked. */
+  private checksStarted = 0;
   private sweptWaiters: Array<{ after: number; resolve: () => void }> = [];
 
   constructor(
@@ -238,12 +213,12 @@ export class FleetModel {
     this.pageSize = options.pageSize ?? 10_000;
     this.changeLimit = options.changeLimit ?? 2000;
     this.retryMinMs = options.retryMinMs ?? 100;
-    this.retryMaxMs = options.retryMaxMs ?? 5000;
+    this.retryMaxMs = options.retryMaxMs ?? 2000;
     this.heartbeatMs = options.heartbeatMs ?? 1000;
     this.staleAfterMs = options.staleAfterMs ?? 1500;
     this.heartbeatCheckMs = options.heartbeatCheckMs ?? 2000;
-    this.sweepCostFactor = options.sweepCostFactor ?? 5;
-    this.sweepIntervalMs = this.heartbeatCheckMs;
+    this.maxVisibleChecked = options.maxVisibleChecked ?? 4000;
+    this.fleet = new FleetRows(options.thresholds ?? DEFAULT_THRESHOLDS, clock.serverNow());
   }
 
   get state(): ConnectionState {
@@ -260,20 +235,46 @@ export class FleetModel {
   get seq(): number {
     return this.seqNo;
   }
-  /** Backend time at the start of the last complete sweep; statuses are judged no later than this. */
+  /** Backend time at the start of the last complete check; statuses are judged no later than this. */
   get heartbeatsAsOf(): number | null {
     return this.heartbeatsAsOfValue;
   }
   get heartbeatCheck(): HeartbeatCheck {
     return {
       asOf: this.heartbeatsAsOfValue,
-      intervalMs: this.sweepIntervalMs,
-      lastMs: this.lastSweepMs,
-      lastRows: this.lastSweepRows,
+      intervalMs: this.heartbeatCheckMs,
+      lastMs: this.lastCheckMs,
+      lastRows: this.lastCheckRows,
     };
   }
   get size(): number {
-    return this.entries.size;
+    return this.fleet.store.size;
+  }
+  /** The snapshot being read (rows so far, estimate), or null once the index is complete. */
+  get loading(): Loading | null {
+    return this.loadingValue === null ? null : { ...this.loadingValue };
+  }
+  /** Changes whenever the index is replaced (a new snapshot, a data loss). */
+  get generation(): number {
+    return this.fleet.generation;
+  }
+  get rates(): RateRecorder {
+    return this.fleet.rates;
+  }
+
+  /** The index with its statuses judged at `at` (backend ms: the connection's statusNow). */
+  judged(at: number): FleetStore {
+    this.fleet.store.judge(at);
+    return this.fleet.store;
+  }
+
+  setThresholds(thresholds: Thresholds): void {
+    this.fleet.setThresholds(thresholds);
+  }
+
+  /** Where checks learn which rows subscribed views show (re-read every check). */
+  setVisible(source: () => Iterable<string>): void {
+    this.visibleSource = source;
   }
 
   subscribe(listener: (event: ModelEvent) => void): () => void {
@@ -294,7 +295,7 @@ export class FleetModel {
       this.unwatch = null;
     }
     this.loopDone = this.loop();
-    this.sweepDone = this.sweepLoop();
+    this.checkDone = this.checkLoop();
   }
 
   async close(): Promise<void> {
@@ -302,12 +303,12 @@ export class FleetModel {
     this.unwatch?.();
     this.unwatch = null;
     this.wake();
-    this.sweepWakeUp?.();
-    await Promise.all([this.loopDone, this.sweepDone]);
+    this.checkWakeUp?.();
+    await Promise.all([this.loopDone, this.checkDone]);
     if (this.staleTimer !== null) clearTimeout(this.staleTimer);
     this.staleTimer = null;
-    if (this.sweepOverdueTimer !== null) clearTimeout(this.sweepOverdueTimer);
-    this.sweepOverdueTimer = null;
+    if (this.checkOverdueTimer !== null) clearTimeout(this.checkOverdueTimer);
+    this.checkOverdueTimer = null;
     for (const w of this.sweptWaiters) w.resolve();
     this.sweptWaiters = [];
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
@@ -317,29 +318,30 @@ export class FleetModel {
     this.setState('closed', null);
   }
 
-  /** The current rows (never checkpoint bytes) and the seq of the last event they include. */
+  /**
+   * Every row (never checkpoint bytes) and the seq of the last event they include. Builds one
+   * object per lease: for the paged `fleet.snapshot` of small fleets and tests; views use the index.
+   */
   snapshot(): ModelSnapshot {
     this.flush();
-    const rows: LeaseRow[] = new Array(this.entries.size);
-    let i = 0;
-    for (const e of this.entries.values()) rows[i++] = e.row;
     return {
-      rows,
+      rows: [...this.rows()],
       seq: this.seqNo,
       serverTime: this.clock.serverNow(),
       heartbeatsAsOf: this.heartbeatsAsOfValue,
     };
   }
 
-  rows(): IterableIterator<LeaseRow> {
-    const it = this.entries.values();
-    return (function* () {
-      for (const e of it) yield e.row;
-    })();
+  /** Every row, in work-id order. */
+  *rows(): IterableIterator<LeaseRow> {
+    const store = this.fleet.store;
+    for (const slot of store.byWorkId) yield store.cols.row(slot);
   }
 
   get(workId: string): LeaseRow | undefined {
-    return this.entries.get(workId)?.row;
+    const store = this.fleet.store;
+    const slot = store.find(workId);
+    return slot < 0 ? undefined : store.cols.row(slot);
   }
 
   /**
@@ -356,18 +358,17 @@ export class FleetModel {
   }
 
   /**
-   * Resolves once a sweep (or snapshot) that started after this call has completed, i.e. the model
-   * holds every renew and checkpoint that completed before the call. Does not hurry the sweep: it
-   * comes at the interval {@link heartbeatCheck} names.
+   * Resolves once a check (or snapshot) that started after this call has completed, i.e. the
+   * model holds every renew and checkpoint of the rows it had to re-read (see the file comment).
    */
   swept(): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return new Promise((resolve) => this.sweptWaiters.push({ after: this.sweepsStarted, resolve }));
+    return new Promise((resolve) => this.sweptWaiters.push({ after: this.checksStarted, resolve }));
   }
 
   /** Applies a row read outside the feed (a fresh `get`, a force-release result). Same ordering rules. */
   applyInfo(info: LeaseInfo): void {
-    this.applyLease(info);
+    this.fleet.applyLease(info);
     this.scheduleFlush();
   }
 
@@ -454,6 +455,7 @@ export class FleetModel {
         delay = Math.min(delay, this.heartbeatMs);
       } catch (err) {
         if (this.closed) break;
+        if (hasCode(err, 'DATASET_LOST')) this.datasetLost();
         const unavailable = hasCode(err, 'BACKEND_UNAVAILABLE');
         // A final error (schema mismatch, a cursor the backend no longer
         // understands, a bug) is not cured by retrying the same cursor: the next
@@ -476,170 +478,176 @@ export class FleetModel {
       await this.readSnapshot(first);
     } finally {
       this.loadingSnapshot = false;
-      // Sweeps waited for it; the next one is due an interval after it started.
-      this.sweepWakeUp?.();
+      // Checks waited for it; the next one is due an interval after it started.
+      this.checkWakeUp?.();
     }
   }
 
+  /**
+   * Reads the fleet into a new index, page by page in work-id order. The new index answers at
+   * once (`loading` says how far it got); the old one only tells the rates what happened meanwhile.
+   */
   private async readSnapshot(first: boolean): Promise<void> {
-    const sweepNo = ++this.sweepsStarted;
+    const checkNo = ++this.checksStarted;
     const t0 = performance.now();
     // Cursor first: see rule 1 in the file comment.
     const cursor = await this.admin.changeCursor();
-    // The snapshot is a sweep too: every row below is read after this backend time.
+    // The snapshot is a check too: every row below is read after this backend time.
     const asOf = (await this.admin.serverTime()).getTime();
-    const entries = new Map<string, Entry>();
+    const old = this.fleet.replace(asOf);
+    const loading: Loading = { read: 0, estimate: null };
+    this.loadingValue = loading;
+    const generation = this.fleet.generation;
+    this.seqNo++;
+    this.emit({ type: 'resync', seq: this.seqNo });
+    // The estimate comes when the backend answers; a failure leaves it unknown.
+    this.admin.count().then(
+      (n) => {
+        if (this.loadingValue === loading) loading.estimate = n;
+      },
+      () => {},
+    );
     let page: string | null = null;
-    let rows = 0;
     do {
       const res = await this.admin.list({ cursor: page, limit: this.pageSize });
-      rows += res.items.length;
-      for (const info of res.items) {
-        const row = toLeaseRow(info);
-        entries.set(info.workId, {
-          row,
-          token: info.fencingToken,
-          version: info.version,
-          handoffs: info.handoffs,
-        });
-        // A rebuild after a gap: the counters still tell what happened meanwhile.
-        const old = first ? undefined : this.entries.get(info.workId);
-        if (!first && info.handoffs !== undefined && (old === undefined || newer(info, old))) {
-          const before =
-            old?.handoffs !== undefined && !lower(info.handoffs, old.handoffs) ? old.handoffs : NO_HANDOFFS;
-          this.rates.recordCounted(before === NO_HANDOFFS ? undefined : old?.row, before, row, info.handoffs);
-        }
-      }
+      if (this.closed || this.fleet.generation !== generation) return;
+      for (const info of res.items) this.fleet.applySnapshotRow(info, first ? null : old);
+      loading.read += res.items.length;
       page = res.nextCursor;
     } while (page !== null && !this.closed);
     if (this.closed) return;
     this.cursor = cursor;
-    this.entries = entries;
-    this.pendingUpserts.clear();
-    this.pendingRemoved.clear();
-    if (first) for (const e of entries.values()) this.rates.seedFromRow(e.row);
-    this.sweepCompleted(sweepNo, t0, asOf, rows);
-    // Also after the first load: a subscriber that fetched the (empty) snapshot
-    // while the model was still connecting learns to fetch it again.
+    this.loadingValue = null;
+    this.fleet.pendingUpserts.clear();
+    this.fleet.pendingRemoved.clear();
+    this.checkCompleted(checkNo, t0, asOf, loading.read);
+    // Also after the first load: a subscriber that fetched the (partial) snapshot while the
+    // model was loading learns to fetch it again.
     this.seqNo++;
     this.emit({ type: 'resync', seq: this.seqNo });
   }
 
-  // ---- heartbeat checks (sweeps) --------------------------------------------
+  /** The backend lost its data: nothing the index holds is current any more. */
+  private datasetLost(): void {
+    if (this.loadingValue !== null && this.fleet.store.size === 0) return;
+    this.fleet.replace(this.clock.serverNow());
+    this.loadingValue = { read: 0, estimate: null };
+    this.heartbeatsAsOfValue = null;
+    this.seqNo++;
+    this.emit({ type: 'resync', seq: this.seqNo });
+  }
 
-  private async sweepLoop(): Promise<void> {
+  // ---- heartbeat checks -------------------------------------------------------
+
+  private async checkLoop(): Promise<void> {
     let retryDelay = this.retryMinMs;
     let failed = false;
     while (!this.closed) {
-      const due = this.lastSweepStart + this.sweepIntervalMs - performance.now();
-      await this.sweepSleep(failed ? Math.max(due, retryDelay) : due);
+      const due = this.lastCheckStart + this.heartbeatCheckMs - performance.now();
+      await this.checkSleep(failed ? Math.min(Math.max(due, retryDelay), this.heartbeatCheckMs) : due);
       if (this.closed) break;
       // Before the first snapshot and while one is read there is nothing to check: it wakes us.
       if (this.heartbeatsAsOfValue === null || this.loadingSnapshot) {
-        await this.sweepSleep(this.heartbeatCheckMs);
+        await this.checkSleep(this.heartbeatCheckMs);
         continue;
       }
-      if (performance.now() < this.lastSweepStart + this.sweepIntervalMs) continue;
+      if (!failed && performance.now() < this.lastCheckStart + this.heartbeatCheckMs) continue;
       try {
-        await this.sweep();
+        await this.check();
         failed = false;
         retryDelay = this.retryMinMs;
       } catch (err) {
         if (this.closed) break;
         failed = true;
-        retryDelay = Math.min(this.retryMaxMs, retryDelay * 2);
-        // Rows stay as they are; the connection is not current until a sweep succeeds.
-        this.sweepFailure = err;
+        retryDelay = Math.min(this.heartbeatCheckMs, retryDelay * 2);
+        if (hasCode(err, 'DATASET_LOST')) this.datasetLost();
+        // Rows stay as they are; the connection is not current until a check succeeds.
+        this.checkFailure = err;
         this.refreshState();
       } finally {
-        if (this.sweepOverdueTimer !== null) clearTimeout(this.sweepOverdueTimer);
-        this.sweepOverdueTimer = null;
-        this.sweepSilent = false;
+        if (this.checkOverdueTimer !== null) clearTimeout(this.checkOverdueTimer);
+        this.checkOverdueTimer = null;
+        this.checkSilent = false;
       }
     }
   }
 
-  /** One heartbeat check: the backend's time, then every row, each applied by (token, version). */
-  private async sweep(): Promise<void> {
-    const sweepNo = ++this.sweepsStarted;
+  /** One heartbeat check: the backend's time, then the due and visible rows (fleet/checks.ts). */
+  private async check(): Promise<void> {
+    const checkNo = ++this.checksStarted;
     const t0 = performance.now();
-    this.lastSweepStart = t0;
-    // A sweep that takes far longer than the last one (a hanging call) turns the connection stale
-    // long before the call's own timeout: 1.5 s plus three times the last sweep.
-    this.sweepOverdueTimer = setTimeout(
+    this.lastCheckStart = t0;
+    // A check that takes far longer than the last one (a hanging call) turns the connection stale
+    // long before the call's own timeout: 1.5 s plus three times the last check.
+    this.checkOverdueTimer = setTimeout(
       () => {
-        this.sweepOverdueTimer = null;
-        this.sweepSilent = true;
+        this.checkOverdueTimer = null;
+        this.checkSilent = true;
         this.refreshState();
       },
-      this.staleAfterMs + 3 * (this.lastSweepMs ?? 0),
+      this.staleAfterMs + 3 * (this.lastCheckMs ?? 0),
     );
-    this.sweepOverdueTimer.unref?.();
-    const asOf = (await this.admin.serverTime()).getTime();
-    let page: string | null = null;
-    let rows = 0;
-    do {
-      if (this.closed) return;
-      const res = await this.admin.list({ cursor: page, limit: this.pageSize });
-      if (this.closed) return;
-      let moved = 0;
-      for (const info of res.items) if (this.applyHeartbeat(info)) moved++;
-      if (moved > 0) this.scheduleFlush();
-      rows += res.items.length;
-      page = res.nextCursor;
-    } while (page !== null);
-    if (this.sweepOverdueTimer !== null) clearTimeout(this.sweepOverdueTimer);
-    this.sweepOverdueTimer = null;
-    this.sweepSilent = false;
-    this.sweepCompleted(sweepNo, t0, asOf, rows);
+    this.checkOverdueTimer.unref?.();
+    const fleet = this.fleet;
+    const model = this;
+    const result = await runCheck(
+      {
+        admin: this.admin,
+        get closed() {
+          return model.closed;
+        },
+        get generation() {
+          return fleet.generation;
+        },
+        due: (at) => {
+          const store = fleet.store;
+          return store.due(at).map((slot) => store.cols.workId[slot]!);
+        },
+        visible: () => this.visibleSource(),
+        apply: (info, generation) => {
+          if (generation !== fleet.generation || !fleet.applyHeartbeat(info)) return false;
+          this.scheduleFlush();
+          return true;
+        },
+      },
+      this.maxVisibleChecked,
+    );
+    if (result === null) return;
+    if (this.checkOverdueTimer !== null) clearTimeout(this.checkOverdueTimer);
+    this.checkOverdueTimer = null;
+    this.checkSilent = false;
+    this.checkCompleted(checkNo, t0, result.asOf, result.rows);
     // Rows and the new check time go out together, also when no row moved.
     this.flush(true);
     this.refreshState();
   }
 
-  /**
-   * A swept row, applied only where it is a heartbeat-rate change of the lease the model holds:
-   * same token, same end (a renew, a checkpoint, a release request). A new token or a release is an
-   * ownership change, which the feed carries: applied from a sweep that raced ahead of the feed, it
-   * would make the feed's own entries look old and hide the transition from the activity counts
-   * (a release followed by an acquire read by one sweep looks like a lone acquire on a backend
-   * without handoff counters). The feed brings it within a poll.
-   */
-  private applyHeartbeat(info: LeaseInfo): boolean {
-    const existing = this.entries.get(info.workId);
-    if (existing === undefined || info.fencingToken !== existing.token || info.ended !== existing.row.ended) {
-      return false;
-    }
-    return this.applyLease(info);
-  }
-
-  private sweepCompleted(sweepNo: number, t0: number, asOf: number, rows: number): void {
+  private checkCompleted(checkNo: number, t0: number, asOf: number, rows: number): void {
     const took = performance.now() - t0;
-    this.lastSweepStart = Math.max(this.lastSweepStart, t0);
-    this.lastSweepMs = Math.round(took);
-    this.lastSweepRows = rows;
-    this.sweepIntervalMs = Math.max(this.heartbeatCheckMs, Math.ceil(this.sweepCostFactor * took));
+    this.lastCheckStart = Math.max(this.lastCheckStart, t0);
+    this.lastCheckMs = Math.round(took);
+    this.lastCheckRows = rows;
     if (this.heartbeatsAsOfValue === null || asOf > this.heartbeatsAsOfValue) this.heartbeatsAsOfValue = asOf;
-    this.sweepFailure = null;
+    this.checkFailure = null;
     const still: typeof this.sweptWaiters = [];
     for (const w of this.sweptWaiters) {
-      if (sweepNo > w.after) w.resolve();
+      if (checkNo > w.after) w.resolve();
       else still.push(w);
     }
     this.sweptWaiters = still;
   }
 
-  private sweepSleep(ms: number): Promise<void> {
+  private checkSleep(ms: number): Promise<void> {
     if (this.closed || ms <= 0) return sleepResolved;
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       const self = this;
       function done(): void {
         clearTimeout(timer);
-        if (self.sweepWakeUp === done) self.sweepWakeUp = null;
+        if (self.checkWakeUp === done) self.checkWakeUp = null;
         resolve();
       }
-      this.sweepWakeUp = done;
+      this.checkWakeUp = done;
     });
   }
 
@@ -649,67 +657,17 @@ export class FleetModel {
     for (const change of changes) {
       const moved =
         change.kind === 'pruned' || change.lease === null
-          ? this.applyPrune(change.workId, change.fencingToken)
-          : this.applyLease(change.lease);
+          ? this.fleet.applyPrune(change.workId, change.fencingToken)
+          : this.fleet.applyLease(change.lease);
       if (moved) applied++;
     }
     if (applied > 0) this.scheduleFlush();
     return applied;
   }
 
-  private applyPrune(workId: string, token: bigint): boolean {
-    const prev = this.tombstones.get(workId);
-    if (prev === undefined || token > prev) this.tombstones.set(workId, token);
-    const existing = this.entries.get(workId);
-    if (existing !== undefined && existing.token <= token) {
-      this.entries.delete(workId);
-      this.pendingUpserts.delete(workId);
-      this.pendingRemoved.add(workId);
-      return true;
-    }
-    return false;
-  }
-
-  private applyLease(info: LeaseInfo): boolean {
-    const tomb = this.tombstones.get(info.workId);
-    if (tomb !== undefined) {
-      if (info.fencingToken <= tomb) return false;
-      this.tombstones.delete(info.workId);
-    }
-    const existing = this.entries.get(info.workId);
-    if (existing !== undefined && !newer(info, existing)) return false;
-    const row = toLeaseRow(info);
-    this.entries.set(info.workId, {
-      row,
-      token: info.fencingToken,
-      version: info.version,
-      handoffs: info.handoffs,
-    });
-    this.pendingUpserts.set(info.workId, row);
-    this.pendingRemoved.delete(info.workId);
-    // Counters make the chart exact on a coalescing feed. They count since the work item was
-    // created or last pruned, so a row the model does not hold (new since the snapshot, or back
-    // after a prune) and a row whose counters went down (pruned in between) start from zero.
-    if (info.handoffs !== undefined) {
-      const before =
-        existing?.handoffs !== undefined && !lower(info.handoffs, existing.handoffs)
-          ? existing.handoffs
-          : NO_HANDOFFS;
-      this.rates.recordCounted(
-        before === NO_HANDOFFS ? undefined : existing?.row,
-        before,
-        row,
-        info.handoffs,
-      );
-    } else {
-      this.rates.recordTransition(existing?.row, row);
-    }
-    return true;
-  }
-
   private scheduleFlush(): void {
     if (this.flushTimer !== null || this.closed) return;
-    if (this.pendingUpserts.size === 0 && this.pendingRemoved.size === 0) return;
+    if (!this.fleet.hasPending) return;
     this.flushTimer = setTimeout(() => {
       this.flushTimer = null;
       this.flush();
@@ -722,11 +680,8 @@ export class FleetModel {
       clearTimeout(this.flushTimer);
       this.flushTimer = null;
     }
-    if (!always && this.pendingUpserts.size === 0 && this.pendingRemoved.size === 0) return;
-    const upserts = [...this.pendingUpserts.values()];
-    const removed = [...this.pendingRemoved];
-    this.pendingUpserts = new Map();
-    this.pendingRemoved = new Set();
+    if (!always && !this.fleet.hasPending) return;
+    const { upserts, removed } = this.fleet.takePending();
     this.seqNo++;
     this.emit({
       type: 'leases',
@@ -760,12 +715,12 @@ export class FleetModel {
    */
   private refreshState(): void {
     if (this.closed) return;
-    const failure = this.feedFailure ?? this.sweepFailure;
+    const failure = this.feedFailure ?? this.checkFailure;
     if (failure !== null) {
       this.setState(hasCode(failure, 'BACKEND_UNAVAILABLE') ? 'reconnecting' : 'error', failure);
     } else if (this.syncedAtValue === null) {
       return;
-    } else if (this.feedSilent || this.sweepSilent) {
+    } else if (this.feedSilent || this.checkSilent) {
       this.setState('stale', null);
     } else {
       this.setState('live', null);

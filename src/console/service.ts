@@ -14,18 +14,16 @@ import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { resolveTarget } from '../backends/common.ts';
 import { openBackend as defaultOpenBackend } from '../backends/open.ts';
-import { parseBackendUrl, redactUrl, resolveBackendUrl } from '../backends/url.ts';
+import { parseBackendUrl, resolveBackendUrl } from '../backends/url.ts';
 import {
   BackendUnavailableError,
-  ErrorCode,
   errorToData,
   ForbiddenError,
-  hasCode,
   InvalidArgumentError,
   NotFoundError,
   WorkleaseError,
 } from '../lease/errors.ts';
-import type { LeaseAdmin, LeaseBackend, OpenOptions } from '../lease/types.ts';
+import type { LeaseBackend, OpenOptions } from '../lease/types.ts';
 import { packageVersion } from '../version.ts';
 import {
   ALLOWED,
@@ -49,8 +47,6 @@ import {
   type ConnectionState,
   type ConsoleApi,
   type ConsoleEvent,
-  DEFAULT_THRESHOLDS,
-  LEASE_STATUSES,
   type LeaseRow,
   type LeaseStatus,
   type MethodName,
@@ -58,30 +54,23 @@ import {
   type Params,
   type ParsedParams,
   type Result,
-  type Thresholds,
 } from './api.ts';
-import { ServerClock } from './clock.ts';
+import { Connection, type ConnectionInput, resolveInput } from './connection.ts';
 import { decodeCheckpoint } from './decode/page.ts';
 import { DecodedCheckpoints } from './decode/store.ts';
 import { auditMatches, auditRecord, fleetRecord, textMatches } from './export.ts';
+import { type FleetStore, ST_EXPIRING, ST_LIVE, ST_STUCK } from './fleet/store.ts';
+import { FleetApi } from './fleet-api.ts';
 import { connectionIdFor } from './links.ts';
-import { FleetModel, type FleetModelOptions, type ModelEvent } from './model.ts';
+import type { FleetModel, FleetModelOptions } from './model.ts';
 import type { ProfileStore, ThresholdOverrides } from './profiles.ts';
-import { datasetLossOf, type LossTarget, recoverTarget } from './recovery.ts';
+import { datasetLossOf, recoverTarget } from './recovery.ts';
 import { toAuditWire, toLeaseRow } from './rows.ts';
-import { countFleet } from './stats.ts';
-import { judgedAt, leaseStatus } from './status.ts';
+import { leaseStatus } from './status.ts';
+import type { ViewWatcher } from './views.ts';
 
-/** A connection as given to the service (from a profile, the CLI or `connections.add`). */
-export interface ConnectionInput {
-  name: string;
-  url: string;
-  /** Default false. */
-  readOnly?: boolean;
-  /** Default ''. */
-  environment?: string;
-  thresholds?: ThresholdOverrides | undefined;
-}
+export type { ConnectionInput } from './connection.ts';
+export { CallMeter } from './connection.ts';
 
 export interface ConsoleServiceOptions {
   /** Every connection read-only (`serve --read-only`). Default false. */
@@ -126,6 +115,11 @@ export interface ConsoleService extends ConsoleApi {
   /** Whether `caller` may see the connection (and so its events). */
   canView(caller: Caller | undefined, connectionId: string): boolean;
   connections(): ConnectionInfo[];
+  /**
+   * View subscriptions of one client (a WebSocket): `view.watch` / `view.unwatch` messages go to
+   * it, and its `view` / `view.error` events to `send` only. Close it with the client.
+   */
+  watcher(caller: Caller | undefined, send: (event: ConsoleEvent) => void): ViewWatcher;
   /** The fleet model of a connection (for the CLI's `watch`); undefined before its backend opened. */
   model(connectionId: string): FleetModel | undefined;
   /** Resolves when the connection is live (first snapshot loaded); rejects after `timeoutMs` with its last error. */
@@ -171,17 +165,8 @@ function defaultOperator(): string {
  * whole, which reads `?schema=`, `?keyPrefix=` and the other options of the one
  * URL grammar (src/backends/url.ts).
  */
-export function splitConsoleUrl(url: string): { url: string; options: OpenOptions } {
-  const { driverUrl, options } = resolveBackendUrl(url);
-  return { url: driverUrl, options };
-}
-
-const CONNECT_RETRY_MIN_MS = 250;
 /** Force-releases of one bulk call in flight at once. */
 const BULK_CONCURRENCY = 8;
-/** How long a paged snapshot is held after its last page was read. */
-const PAGED_SNAPSHOT_HOLD_MS = 30_000;
-const CONNECT_RETRY_MAX_MS = 10_000;
 /**
  * Every connection is announced this often (with its syncedAt, which the model confirms about once a
  * second), so a renderer hears of each connection every second and can tell a silent console server
@@ -189,254 +174,9 @@ const CONNECT_RETRY_MAX_MS = 10_000;
  */
 const FRESHNESS_EVENT_MS = 1_000;
 
-interface ResolvedInput {
-  name: string;
-  url: string;
-  readOnly: boolean;
-  environment: string;
-  thresholds: Thresholds;
-  thresholdOverrides: ThresholdOverrides | undefined;
-}
-
-class Connection {
-  backend: LeaseBackend | null = null;
-  /** `backend.admin` with every call counted: what the model and the service call. */
-  admin: LeaseAdmin | null = null;
-  /** The console's own load on this backend. */
-  readonly calls: CallMeter;
-  model: FleetModel | null = null;
-  clock: ServerClock | null = null;
-  private ownState: ConnectionState = 'connecting';
-  private ownError: unknown = null;
-  private closed = false;
-  private retryTimer: NodeJS.Timeout | null = null;
-  private unsubscribe: (() => void) | null = null;
-  lastAnnouncedSyncedAt: number | null = null;
-  private liveWaiters: Array<() => void> = [];
-  /** The snapshot a paged `fleet.snapshot` is reading, so every page comes from the same one. */
-  private paged: {
-    model: FleetModel;
-    seq: number;
-    serverTime: number;
-    heartbeatsAsOf: number | null;
-    rows: LeaseRow[];
-  } | null = null;
-  private pagedTimer: NodeJS.Timeout | null = null;
-
-  constructor(
-    readonly id: string,
-    public input: ResolvedInput,
-    readonly persistent: boolean,
-    private readonly service: Service,
-  ) {
-    this.calls = new CallMeter(service.now);
-  }
-
-  get kind(): ConnectionInfo['kind'] {
-    return parseBackendUrl(this.input.url).kind;
-  }
-
-  get state(): ConnectionState {
-    if (this.closed) return 'closed';
-    return this.model?.state ?? this.ownState;
-  }
-
-  get error(): unknown {
-    return this.model !== null ? this.model.error : this.ownError;
-  }
-
-  info(): ConnectionInfo {
-    const err = this.error;
-    return {
-      id: this.id,
-      name: this.input.name,
-      url: redactUrl(this.input.url),
-      kind: this.kind,
-      readOnly: this.input.readOnly || this.service.readOnly,
-      environment: this.input.environment,
-      thresholds: this.input.thresholds,
-      state: this.state,
-      syncedAt: this.model?.syncedAt ?? null,
-      clockOffsetMs: Math.round(this.clock?.offsetMs ?? 0),
-      error: err === null || err === undefined ? null : errorToData(err),
-      callsPerSecond: this.calls.perSecond(),
-      ...(this.model === null ? {} : { heartbeats: this.model.heartbeatCheck }),
-    };
-  }
-
-  start(): void {
-    void this.open(CONNECT_RETRY_MIN_MS);
-  }
-
-  private async open(retryMs: number): Promise<void> {
-    this.retryTimer = null;
-    if (this.closed) return;
-    let backend: LeaseBackend | null = null;
-    try {
-      // The URL goes to openBackend whole: its query options (?schema=…) are read there, one grammar.
-      backend = await this.service.openBackendFn(this.input.url, {
-        ...this.service.backendOptions,
-        migrate: false,
-      });
-      const admin = countedAdmin(backend.admin, () => this.calls.add());
-      const clock = new ServerClock(() => admin.serverTime(), {
-        now: this.service.now,
-        refreshMs: this.service.clockRefreshMs,
-      });
-      await clock.measure();
-      if (this.closed) {
-        await backend.close().catch(() => {});
-        return;
-      }
-      clock.start();
-      const model = new FleetModel(admin, clock, this.service.feedOptions);
-      this.backend = backend;
-      this.admin = admin;
-      this.clock = clock;
-      this.model = model;
-      this.unsubscribe = model.subscribe((e) => this.onModelEvent(e));
-      model.start();
-    } catch (err) {
-      await backend?.close().catch(() => {});
-      if (this.closed) return;
-      this.ownState = hasCode(err, ErrorCode.BACKEND_UNAVAILABLE) ? 'reconnecting' : 'error';
-      this.ownError = err;
-      this.service.emitConnection(this);
-      // A schema that is missing now may be migrated by the fleet later; keep
-      // trying, slowly, so the console recovers without a restart.
-      const next =
-        this.ownState === 'error' ? CONNECT_RETRY_MAX_MS : Math.min(CONNECT_RETRY_MAX_MS, retryMs * 2);
-      this.retryTimer = setTimeout(() => void this.open(next), retryMs);
-      this.retryTimer.unref();
-    }
-  }
-
-  private onModelEvent(e: ModelEvent): void {
-    switch (e.type) {
-      case 'state':
-        if (e.state === 'live') {
-          for (const w of this.liveWaiters) w();
-          this.liveWaiters = [];
-        }
-        this.lastAnnouncedSyncedAt = e.syncedAt;
-        this.service.emitConnection(this);
-        return;
-      case 'leases':
-        this.service.emit({
-          type: 'leases',
-          connectionId: this.id,
-          seq: e.seq,
-          upserts: e.upserts,
-          removed: e.removed,
-          serverTime: e.serverTime,
-          heartbeatsAsOf: e.heartbeatsAsOf,
-        });
-        return;
-      case 'resync':
-        this.service.emit({ type: 'resync', connectionId: this.id, seq: e.seq });
-        return;
-    }
-  }
-
-  /**
-   * The backend time statuses are computed at: the estimated backend clock while live, else the last
-   * confirmed time (a lease must not turn expired because the console lost its backend).
-   */
-  serverNow(): number {
-    const estimate = this.clock?.serverNow() ?? Math.round(this.service.now());
-    const syncedAt = this.model?.syncedAt ?? null;
-    return this.state === 'live' || syncedAt === null ? estimate : Math.min(estimate, syncedAt);
-  }
-
-  /**
-   * The backend time statuses are judged at: {@link serverNow}, but never later than the last
-   * heartbeat check of the rows judged (`heartbeatsAsOf`; default the model's): a renew after it
-   * may not be in the rows, so a lease past its `expiresAt` by a later clock is not yet confirmed
-   * expired (see the model's file comment).
-   */
-  statusNow(heartbeatsAsOf: number | null | undefined = this.model?.heartbeatsAsOf): number {
-    return judgedAt(this.serverNow(), heartbeatsAsOf);
-  }
-
-  whenLive(): Promise<void> {
-    if (this.state === 'live') return Promise.resolve();
-    return new Promise((resolve) => this.liveWaiters.push(resolve));
-  }
-
-  /** The backend's admin calls, counted (see {@link CallMeter}), or the reason there is none. */
-  requireAdmin(): LeaseAdmin {
-    if (this.admin !== null) return this.admin;
-    this.requireBackend();
-    throw new BackendUnavailableError(`connection '${this.input.name}' is not connected yet`);
-  }
-
-  /** This connection as the lost-shard view sees it (recovery.ts). */
-  lossTarget(): LossTarget {
-    return {
-      name: this.input.name,
-      kind: this.kind,
-      url: this.input.url,
-      admin: this.admin,
-      workIds: () => {
-        const ids: string[] = [];
-        for (const row of this.model?.rows() ?? []) ids.push(row.workId);
-        return ids;
-      },
-    };
-  }
-
-  /** The backend, or the reason there is none (the connection's own error). */
-  requireBackend(): LeaseBackend {
-    if (this.backend !== null) return this.backend;
-    const err = this.ownError;
-    if (err instanceof WorkleaseError) throw err;
-    throw new BackendUnavailableError(`connection '${this.input.name}' is not connected yet`);
-  }
-
-  /**
-   * The held snapshot when `seq` names it, else a new one (held for the next
-   * pages). Sorted by work id once, so a client can append pages without
-   * sorting 100 000 ids itself; dropped 30 s after its last page was read.
-   */
-  pagedSnapshot(
-    model: FleetModel,
-    seq: number | undefined,
-  ): { seq: number; serverTime: number; heartbeatsAsOf: number | null; rows: LeaseRow[] } {
-    let held = this.paged;
-    if (held === null || held.model !== model || (seq !== held.seq && model.seq !== held.seq)) {
-      const snap = model.snapshot();
-      snap.rows.sort((a, b) => (a.workId < b.workId ? -1 : a.workId > b.workId ? 1 : 0));
-      held = {
-        model,
-        seq: snap.seq,
-        serverTime: snap.serverTime,
-        heartbeatsAsOf: snap.heartbeatsAsOf,
-        rows: snap.rows,
-      };
-      this.paged = held;
-    }
-    if (this.pagedTimer !== null) clearTimeout(this.pagedTimer);
-    this.pagedTimer = setTimeout(() => {
-      this.paged = null;
-      this.pagedTimer = null;
-    }, PAGED_SNAPSHOT_HOLD_MS);
-    this.pagedTimer.unref();
-    return held;
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.pagedTimer !== null) clearTimeout(this.pagedTimer);
-    this.paged = null;
-    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
-    this.clock?.stop();
-    await this.model?.close();
-    this.unsubscribe?.();
-    await this.backend?.close().catch(() => {});
-    for (const w of this.liveWaiters) w();
-    this.liveWaiters = [];
-  }
+export function splitConsoleUrl(url: string): { url: string; options: OpenOptions } {
+  const { driverUrl, options } = resolveBackendUrl(url);
+  return { url: driverUrl, options };
 }
 
 class Service implements ConsoleService {
@@ -526,6 +266,10 @@ class Service implements ConsoleService {
     return handler(params, who);
   }
 
+  watcher(caller: Caller | undefined, send: (event: ConsoleEvent) => void): ViewWatcher {
+    return this.fleetApi.watcher(this.resolveCaller(caller), send);
+  }
+
   canView(caller: Caller | undefined, connectionId: string): boolean {
     const conn = this.conns.get(connectionId);
     if (conn === undefined) return false;
@@ -540,6 +284,8 @@ class Service implements ConsoleService {
     if (this.shared !== null) throw new ForbiddenError('this console needs an authenticated caller');
     return this.local;
   }
+
+  private readonly fleetApi = new FleetApi(this);
 
   private readonly handlers: {
     [M in MethodName]: (p: ParsedParams<M>, caller: Caller) => Promise<Result<M>>;
@@ -600,7 +346,7 @@ class Service implements ConsoleService {
         this.emitConnections();
         return fresh.info();
       }
-      conn.input = resolved;
+      conn.setInput(resolved);
       this.emitConnection(conn);
       return conn.info();
     },
@@ -671,19 +417,6 @@ class Service implements ConsoleService {
         serverTime: snap.serverTime,
         heartbeatsAsOf: snap.heartbeatsAsOf,
         total: snap.rows.length,
-      };
-    },
-    'fleet.counts': async ({ connectionId, minutes }, caller) => {
-      const conn = this.visibleConnection(connectionId, caller);
-      const model = conn.model;
-      const serverNow = conn.serverNow();
-      if (model === null) {
-        return { counts: countFleet([], serverNow, conn.input.thresholds), rates: [], since: null };
-      }
-      return {
-        counts: countFleet(model.rows(), conn.statusNow(), conn.input.thresholds),
-        rates: model.rates.points(serverNow, minutes ?? 60),
-        since: model.rates.oldest(serverNow),
       };
     },
     'lease.get': async ({ connectionId, workId }, caller) => {
@@ -847,6 +580,7 @@ class Service implements ConsoleService {
       const serverVersion = await conn.requireAdmin().serverVersion();
       return { connectionId, kind: conn.kind, serverVersion };
     },
+    ...this.fleetApi.handlers,
     'console.session': async (_p, caller) => ({
       user: caller.user,
       via: caller.via,
@@ -911,7 +645,7 @@ class Service implements ConsoleService {
 
   // ---- permissions --------------------------------------------------------------
 
-  private operatorPermission(
+  operatorPermission(
     caller: Caller,
     conn: Connection,
     action: 'force-release' | 'request-release',
@@ -989,7 +723,18 @@ class Service implements ConsoleService {
       : denied('read-only can be turned off only in the server configuration, not through a shared console');
   }
 
-  private rolePermission(caller: Caller, name: string, needed: Role, action: string): Permission {
+  /** The audit's operator name: the signed-in user; only the desktop's one user may name another. */
+  auditOperator(caller: Caller, given: string | undefined, details: Record<string, unknown>): string {
+    if (caller.via !== 'desktop' && given !== undefined && given !== caller.user) {
+      throw new ForbiddenError(
+        `the audit log records the signed-in user ('${caller.user}'); another operator name is refused`,
+        { details },
+      );
+    }
+    return caller.via === 'desktop' ? (given ?? caller.user) : caller.user;
+  }
+
+  rolePermission(caller: Caller, name: string, needed: Role, action: string): Permission {
     const role = roleOn(caller, name);
     if (atLeast(role, needed)) return ALLOWED;
     return denied(`your role on '${name}' is ${role ?? 'none'}; ${action} needs ${needed}`);
@@ -1001,10 +746,10 @@ class Service implements ConsoleService {
   }
 
   /** The connection, or NOT_FOUND when it does not exist or the caller has no role on it (no oracle for names). */
-  private visibleConnection(id: string, caller: Caller): Connection {
+  visibleConnection(id: string, caller: Caller): Connection {
     const conn = this.connection(id);
     if (roleOn(caller, conn.input.name) === null) {
-      throw new NotFoundError(`no connection with id '${id}'`, { details: { id } });
+      throw new NotFoundError(`no connection with id '${id}'`, { details: { what: 'connection', id } });
     }
     return conn;
   }
@@ -1037,15 +782,9 @@ class Service implements ConsoleService {
         let byStatus: Record<LeaseStatus, number> | null = null;
         let holders: number | null = null;
         if (model !== null && model.syncedAt !== null) {
-          const at = c.statusNow();
-          byStatus = Object.fromEntries(LEASE_STATUSES.map((st) => [st, 0])) as Record<LeaseStatus, number>;
-          const held = new Set<string>();
-          for (const row of model.rows()) {
-            const status = leaseStatus(row, at, c.input.thresholds);
-            byStatus[status]++;
-            if (status === 'live' || status === 'expiring' || status === 'stuck') held.add(row.holderId);
-          }
-          holders = held.size;
+          const store = model.judged(c.statusNow());
+          byStatus = store.countsByStatus();
+          holders = heldHolders(store);
         }
         return {
           id: c.id,
@@ -1125,7 +864,9 @@ class Service implements ConsoleService {
 
   private connection(id: string): Connection {
     const conn = this.conns.get(id);
-    if (conn === undefined) throw new NotFoundError(`no connection with id '${id}'`, { details: { id } });
+    if (conn === undefined) {
+      throw new NotFoundError(`no connection with id '${id}'`, { details: { what: 'connection', id } });
+    }
     return conn;
   }
 
@@ -1167,76 +908,15 @@ class Service implements ConsoleService {
     this.closed = true;
     clearInterval(this.freshnessTimer);
     this.decoded.clear();
+    this.fleetApi.close();
     await Promise.all([...this.conns.values()].map((c) => c.close()));
     this.conns.clear();
     this.listeners.clear();
   }
 }
 
-/** Seconds the calls-per-second figure averages over. */
-const RATE_WINDOW_S = 10;
-
-/** Counts calls, in all and per second of the local clock, for a rate over the last complete seconds. */
-export class CallMeter {
-  total = 0;
-  private readonly slots = new Array<number>(RATE_WINDOW_S + 1).fill(0);
-  private readonly slotSecond = new Array<number>(RATE_WINDOW_S + 1).fill(-1);
-
-  constructor(private readonly now: () => number) {}
-
-  add(): void {
-    this.total++;
-    const sec = Math.floor(this.now() / 1000);
-    const i = sec % this.slots.length;
-    if (this.slotSecond[i] !== sec) {
-      this.slotSecond[i] = sec;
-      this.slots[i] = 0;
-    }
-    this.slots[i]!++;
-  }
-
-  /** Calls per second over the last {@link RATE_WINDOW_S} complete seconds. */
-  perSecond(): number {
-    const sec = Math.floor(this.now() / 1000);
-    let sum = 0;
-    for (let i = 0; i < this.slots.length; i++) {
-      const at = this.slotSecond[i]!;
-      if (at < sec && at >= sec - RATE_WINDOW_S) sum += this.slots[i]!;
-    }
-    return Math.round((sum / RATE_WINDOW_S) * 100) / 100;
-  }
-}
-
-/** `admin` with `count` called before every call (the push watches are subscriptions, not calls). */
-function countedAdmin(admin: LeaseAdmin, count: () => void): LeaseAdmin {
-  return new Proxy(admin, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver);
-      if (typeof value !== 'function' || prop === 'watchChanges' || prop === 'watchEnded') return value;
-      return (...args: unknown[]) => {
-        count();
-        return (value as (...a: unknown[]) => unknown).apply(target, args);
-      };
-    },
-  });
-}
-
 function newId(): string {
   return `c_${randomBytes(6).toString('hex')}`;
-}
-
-function resolveInput(input: ConnectionInput): ResolvedInput {
-  return {
-    name: input.name,
-    url: input.url,
-    readOnly: input.readOnly ?? false,
-    environment: input.environment ?? '',
-    thresholds: {
-      expiringFraction: input.thresholds?.expiringFraction ?? DEFAULT_THRESHOLDS.expiringFraction,
-      stuckAfterMs: input.thresholds?.stuckAfterMs ?? DEFAULT_THRESHOLDS.stuckAfterMs,
-    },
-    thresholdOverrides: input.thresholds,
-  };
 }
 
 function resolveProfile(input: ConnectionInput): {
@@ -1253,6 +933,22 @@ function resolveProfile(input: ConnectionInput): {
     environment: input.environment ?? '',
     thresholds: input.thresholds,
   };
+}
+
+/** Distinct holders of the leases held now (live, expiring, stuck): one pass over the index. */
+function heldHolders(store: FleetStore): number {
+  const seen = new Uint8Array(store.cols.holders.values.length);
+  let n = 0;
+  for (const slot of store.byWorkId) {
+    const st = store.status[slot]!;
+    if (st !== ST_LIVE && st !== ST_EXPIRING && st !== ST_STUCK) continue;
+    const h = store.cols.holder[slot]!;
+    if (seen[h] === 0) {
+      seen[h] = 1;
+      n++;
+    }
+  }
+  return n;
 }
 
 /** A zod failure as one readable INVALID_ARGUMENT. */

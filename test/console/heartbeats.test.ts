@@ -1,15 +1,16 @@
 /**
- * Heartbeat checks (issue 14): the change feed carries ownership changes only, so the console's
- * fleet model sweeps the fleet itself (`admin.list`) to see renews and checkpoints, and judges
- * statuses no later than the start of its last complete sweep. On real backends (their feed carries
- * no renews or checkpoints: test/conformance):
+ * Heartbeat checks (issues 14 and 43): the change feed carries ownership changes only, so the
+ * console's fleet model re-reads leases itself — only those whose status may change by the check
+ * (due) and those in view — and judges statuses no later than the start of its last complete check.
+ * On real backends (their feed carries no renews or checkpoints: test/conformance):
  *
- * - a renew reaches the model within the interval with no feed entry;
- * - a lease that ran out is shown expired only after a sweep that began after its expiry;
- * - a lease kept alive by renews with a ttl shorter than the sweep interval is never shown expired
- *   across many sweeps (while the plain backend clock would have said "expired");
- * - sweeps stop on close; a sweep that fails (a private redis-server killed by its PID, or `list`
- *   failing alone while the feed answers) leaves the connection not live and its rows in place.
+ * - a renew of a row in view reaches the model within the interval with no feed entry; a row
+ *   neither due nor in view is not read at all;
+ * - a lease that ran out is shown expired only after a check that began after its expiry;
+ * - a lease kept alive by renews with a ttl shorter than the check interval is never shown expired
+ *   across many checks (while the plain backend clock would have said "expired");
+ * - checks stop on close; a check that fails (a private redis-server killed by its PID, or the
+ *   reads failing alone while the feed answers) leaves the connection not live and its rows in place.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -77,10 +78,32 @@ describe.each(targets)('heartbeat checks on $kind', (target) => {
     if (target.kind !== 'pglite') await dropNamespace(target, ns);
   });
 
-  it('a renew reaches the model and the service within the interval, with no feed entry', async () => {
+  it('a renew of a row in view reaches the model within the interval, with no feed entry; rows neither due nor in view are not read', async () => {
     const writer = await open();
+    let getCalls = 0;
+    let rowsRead = 0;
+    const counted: LeaseBackend = {
+      ...writer,
+      admin: {
+        ...writer.admin,
+        get: (workId) => {
+          getCalls++;
+          rowsRead++;
+          return writer.admin.get(workId);
+        },
+        ...(typeof (writer.admin as { getMany?: unknown }).getMany === 'function'
+          ? {
+              getMany: (ids: string[]) => {
+                getCalls++;
+                rowsRead += ids.length;
+                return (writer.admin as unknown as { getMany(ids: string[]): Promise<unknown> }).getMany(ids);
+              },
+            }
+          : {}),
+      } as LeaseBackend['admin'],
+    };
     const service = createConsoleService({
-      openBackend: sharedOpener(writer),
+      openBackend: sharedOpener(counted),
       connections: [{ name: 'hb', url: 'pglite://memory' }],
       feed: { pollMinMs: 20, pollMaxMs: 200, heartbeatCheckMs: 1000 },
     });
@@ -88,26 +111,37 @@ describe.each(targets)('heartbeat checks on $kind', (target) => {
     const id = service.connections()[0]!.id;
     await service.waitLive(id);
     const rec = await writer.acquire('renew-1', 'worker-a', 60_000);
+    const other = await writer.acquire('renew-2', 'worker-a', 60_000);
     const model = service.model(id)!;
     await model.caughtUp();
     expect(model.get('renew-1')?.renewedAt).toBeNull();
+    // Neither row is due for a minute nor in view: checks read no row at all.
+    await model.swept();
+    await model.swept();
+    expect(rowsRead).toBe(0);
+    model.setVisible(() => ['renew-1']);
     const upserts: LeaseRow[] = [];
     service.subscribe((e) => {
       if (e.type === 'leases' && e.connectionId === id) upserts.push(...e.upserts);
     });
     const renewed = await writer.renew(rec, 60_000);
+    await writer.renew(other, 60_000);
     const t0 = performance.now();
     const seen = await until('renew in the model', () => model.get('renew-1')?.renewedAt ?? null, 5000);
     const took = performance.now() - t0;
     const info = service.connections()[0]!.heartbeats!;
-    // Within the interval plus the sweep's own duration (and the 50 ms coalescing window).
+    // Within the interval plus the check's own duration (and the 50 ms coalescing window).
     expect(took).toBeLessThan(info.intervalMs + (info.lastMs ?? 0) + 300);
     expect(seen).toBeGreaterThanOrEqual(model.get('renew-1')!.acquiredAt);
     expect(upserts.some((r) => r.workId === 'renew-1' && r.renewedAt === seen)).toBe(true);
     // A checkpoint is seen the same way.
     await writer.checkpoint(renewed, new TextEncoder().encode('{"n":1}'), 60_000);
     await model.swept();
+    await model.swept();
     expect(model.get('renew-1')?.checkpointSize).toBe(7);
+    // The row out of view was not read: its renew is not in the model (its status is the same).
+    expect(model.get('renew-2')?.renewedAt).toBeNull();
+    expect(getCalls).toBeGreaterThan(0);
     expect(info.intervalMs).toBe(1000);
     expect(info.asOf).not.toBeNull();
     await writer.release(renewed);
@@ -189,25 +223,29 @@ describe.each(targets)('heartbeat checks on $kind', (target) => {
     await writer.release(rec);
   });
 
-  it('stops sweeping on close', async () => {
+  it('stops checking on close', async () => {
     const writer = await open();
-    let lists = 0;
+    let calls = 0;
     const counted: LeaseBackend = {
       ...writer,
-      admin: {
-        ...writer.admin,
-        list: (o) => {
-          lists++;
-          return writer.admin.list(o);
+      admin: new Proxy(writer.admin, {
+        get(target, prop, receiver) {
+          const value = Reflect.get(target, prop, receiver);
+          if (typeof value !== 'function' || prop === 'watchChanges' || prop === 'watchEnded') return value;
+          return (...args: unknown[]) => {
+            calls++;
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
         },
-      },
+      }),
     };
     const { model } = await startModel(counted, { heartbeatCheckMs: 100 });
-    await until('sweeps', () => lists >= 4, 5000);
+    const checks = model.heartbeatCheck.asOf!;
+    await until('checks', () => model.heartbeatCheck.asOf! >= checks + 300, 5000);
     await model.close();
-    const after = lists;
+    const after = calls;
     await sleep(600);
-    expect(lists).toBe(after);
+    expect(calls).toBe(after);
     expect(model.state).toBe('closed');
   });
 
@@ -215,18 +253,22 @@ describe.each(targets)('heartbeat checks on $kind', (target) => {
     const writer = await open();
     await writer.acquire('kept-row', 'worker-d', 60_000);
     let failList = false;
+    const refuse = () => Promise.reject(new BackendUnavailableError('injected: reads refused'));
+    const many = (writer.admin as unknown as { getMany?: (ids: string[]) => Promise<unknown> }).getMany;
     const failing: LeaseBackend = {
       ...writer,
       admin: {
         ...writer.admin,
-        list: (o) =>
-          failList
-            ? Promise.reject(new BackendUnavailableError('injected: list refused'))
-            : writer.admin.list(o),
-      },
+        get: (w) => (failList ? refuse() : writer.admin.get(w)),
+        ...(many === undefined
+          ? {}
+          : { getMany: (ids: string[]) => (failList ? refuse() : many.call(writer.admin, ids)) }),
+      } as LeaseBackend['admin'],
     };
     const { model, clock } = await startModel(failing, { heartbeatCheckMs: 200, retryMaxMs: 200 });
     closers.push(() => model.close());
+    // The row is in view, so every check reads it.
+    model.setVisible(() => ['kept-row']);
     await model.swept();
     const size = model.size;
     failList = true;

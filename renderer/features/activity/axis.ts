@@ -4,7 +4,7 @@
  * backend times (the minutes the console reported), never this machine's
  * clock; `zoneOffsetMs` only places clock labels on round local times.
  */
-import type { RatePoint } from '../../../src/console/api.ts';
+import type { RatePoint } from '../../../src/console/common/index.ts';
 
 const MINUTE = 60_000;
 

@@ -1,7 +1,7 @@
 import { useQueries } from '@tanstack/react-query';
 import { useMemo } from 'react';
-import type { AuditEntryWire, ConnectionInfo } from '../../../src/console/api.ts';
-import { visible } from '../../../src/console/text.ts';
+import type { AuditEntryWire, ConnectionInfo } from '../../../src/console/common/index.ts';
+import { visible } from '../../../src/console/common/index.ts';
 import { auditQuery } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { useConnections } from '../../app/hooks.ts';

@@ -1,6 +1,6 @@
 /** Export buttons of the audit view: the entries its filter shows, per connection newest first. */
 import { useState } from 'react';
-import type { ExportFormat } from '../../../src/console/export.ts';
+import type { ExportFormat } from '../../../src/console/common/index.ts';
 import { useServices } from '../../app/context.tsx';
 import { ErrorNotice } from '../../app/ui.tsx';
 import { download, exportAudit, exportName } from './download.ts';

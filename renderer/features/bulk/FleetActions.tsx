@@ -1,55 +1,66 @@
 /**
- * Actions on the fleet view's filtered selection (the rows the current
- * filters show): force release of all of them at once, and export.
+ * Actions on what the fleet's filters match, run by the console server over one snapshot of the
+ * matching leases (src/console/common/view.ts): force release of all of them, and export.
  *
- * Bulk force release pins each lease's token as shown when the dialog opens
- * and sends it as that lease's `expectedToken`: a lease that changed hands
- * meanwhile is refused on its own row (CONFLICT) while the others go on. The
- * operator types the count; one call per connection (`lease.forceReleaseMany`),
- * whose audit entries share a batch id. Leases already ended, on read-only or
- * not-current connections, or where the caller's role does not allow it are
- * not part of the selection.
+ * Force release counts the unreleased leases the filters match on each connection and asks the
+ * operator to type that count (the server refuses with CONFLICT when it moved since); the server
+ * then releases each lease
+ * by compare-and-set on the token it had in the snapshot, so a lease that changed hands
+ * meanwhile is refused on its own while the others go on, with one shared audit batch id.
+ * Connections that are read-only, not current, or where the caller's role does not allow it are
+ * left out, and the dialog says how many that was.
  */
-import { useQueryClient } from '@tanstack/react-query';
-import { useId, useRef, useState } from 'react';
-import {
-  type BulkResult,
-  type ConnectionInfo,
-  type LeaseRow,
-  MAX_BULK_ITEMS,
-} from '../../../src/console/api.ts';
-import type { ExportFormat } from '../../../src/console/export.ts';
-import { visible } from '../../../src/console/text.ts';
-import { keys } from '../../api/queries.ts';
+import { useEffect, useId, useRef, useState } from 'react';
+import type {
+  ConnectionInfo,
+  ExportFormat,
+  Job,
+  LeaseStatus,
+  ViewFilter,
+} from '../../../src/console/common/index.ts';
+import { visible } from '../../../src/console/common/index.ts';
 import { useServices } from '../../app/context.tsx';
 import { useInfo, useSession } from '../../app/hooks.ts';
 import { ModalForm } from '../../app/ModalForm.tsx';
 import { ErrorNotice } from '../../app/ui.tsx';
 import { ReasonField } from '../fleet/LeaseActionParts.tsx';
-import type { FleetData, FleetFilter, FleetView } from '../fleet/model.ts';
-import { upsertRow } from '../fleet/model.ts';
+import type { FleetFilter, Sort } from '../fleet/model.ts';
+import { type Segment, toViewFilter } from '../fleet/window.ts';
 import { download, exportFleet, exportName } from './download.ts';
 
 export interface FleetActionsProps {
-  view: FleetView;
-  fleets: Map<string, FleetData>;
+  segments: readonly Segment[];
+  /** The numbers are for earlier filters (the new answer is on its way): nothing is offered. */
+  pending: boolean;
   connections: Map<string, ConnectionInfo>;
   /** Stale connections (their rows are not current: no force release). */
-  frozen: Map<string, number>;
+  frozen: ReadonlySet<string>;
   filter: FleetFilter;
-  /** The connections the view shows. */
-  scopeIds: readonly string[];
+  sort: Sort;
 }
 
-interface Picked {
+/** One connection's share of a bulk force release: what the filters match there, unreleased. */
+interface Part {
   connection: ConnectionInfo;
-  row: LeaseRow;
+  count: number;
 }
 
-export function FleetActions({ view, fleets, connections, frozen, filter, scopeIds }: FleetActionsProps) {
+/** Statuses a force release can act on: a lease already ended has no holder to fence. */
+const UNENDED: readonly LeaseStatus[] = ['live', 'expiring', 'expired', 'stuck'];
+
+/** The filter of a bulk force release: the view's, narrowed to leases not ended. */
+export function bulkFilter(filter: FleetFilter): ViewFilter {
+  const f = toViewFilter(filter);
+  const statuses = f.statuses === undefined ? UNENDED : f.statuses.filter((s) => UNENDED.includes(s));
+  return { ...f, statuses: [...statuses] };
+}
+
+export function FleetActions({ segments, pending, connections, frozen, filter }: FleetActionsProps) {
   const session = useSession().data;
   const consoleReadOnly = useInfo().data?.readOnly !== false;
-  const [open, setOpen] = useState<Picked[] | null>(null);
+  const [open, setOpen] = useState<Part[] | null>(null);
+  const [counting, setCounting] = useState(false);
+  const [countError, setCountError] = useState<unknown>(null);
   const [exporting, setExporting] = useState<ExportFormat | null>(null);
   const [exportError, setExportError] = useState<unknown>(null);
   const { client } = useServices();
@@ -57,33 +68,63 @@ export function FleetActions({ view, fleets, connections, frozen, filter, scopeI
   const allowed = new Set(
     (session?.connections ?? []).filter((c) => c.forceRelease.allowed).map((c) => c.connectionId),
   );
-  const picked: Picked[] = [];
+  const eligible: ConnectionInfo[] = [];
+  let loading = false;
+  let shown = 0;
   if (!consoleReadOnly) {
-    for (let i = 0; i < view.workIds.length; i++) {
-      const connectionId = view.connIds[i]!;
-      const connection = connections.get(connectionId);
-      if (connection === undefined || connection.readOnly || !allowed.has(connectionId)) continue;
-      if (frozen.has(connectionId)) continue;
-      const row = fleets.get(connectionId)?.rows.get(view.workIds[i]!);
-      if (row !== undefined && row.ended === null) picked.push({ connection, row });
+    for (const seg of segments) {
+      const connection = connections.get(seg.connectionId);
+      if (connection === undefined || connection.readOnly || !allowed.has(seg.connectionId)) continue;
+      if (frozen.has(seg.connectionId) || seg.view === null) continue;
+      if (seg.view.loading !== null) loading = true;
+      shown += seg.view.total;
+      eligible.push(connection);
     }
   }
   // Absent where no connection in view allows it at all (read-only, role); the detail pane says why.
   const offered =
-    !consoleReadOnly && scopeIds.some((id) => allowed.has(id) && connections.get(id)?.readOnly === false);
-  const tooMany = picked.length > MAX_BULK_ITEMS;
-  const why =
-    picked.length === 0
-      ? 'No lease shown can be force-released here (ended, read-only, not current, or not allowed for your role)'
-      : tooMany
-        ? `At most ${MAX_BULK_ITEMS.toLocaleString()} leases at once: narrow the filter`
-        : `Force release the ${picked.length.toLocaleString()} unreleased leases the filters show`;
+    !consoleReadOnly &&
+    segments.some((s) => allowed.has(s.connectionId) && connections.get(s.connectionId)?.readOnly === false);
+  const why = pending
+    ? 'The filters changed: waiting for what they match'
+    : loading
+      ? 'The fleet is still being read: what the filters match is not final yet'
+      : shown === 0
+        ? 'No lease matched here can be force-released (read-only, not current, or not allowed for your role)'
+        : 'Force release the unreleased leases the filters match';
+
+  /** Asks each connection how many unreleased leases the filters match now: the count the operator confirms. */
+  const openDialog = async () => {
+    setCounting(true);
+    setCountError(null);
+    try {
+      const parts: Part[] = [];
+      for (const connection of eligible) {
+        const v = await client.call('fleet.view', {
+          connectionId: connection.id,
+          filter: bulkFilter(filter),
+          limit: 1,
+        });
+        if (v.total > 0) parts.push({ connection, count: v.total });
+      }
+      setOpen(parts);
+    } catch (err) {
+      setCountError(err);
+    } finally {
+      setCounting(false);
+    }
+  };
 
   const runExport = async (format: ExportFormat) => {
     setExporting(format);
     setExportError(null);
     try {
-      const text = await exportFleet(client, scopeIds, format, filter);
+      const text = await exportFleet(
+        client,
+        segments.map((s) => s.connectionId),
+        format,
+        filter,
+      );
       download(exportName('fleet', format), format, text);
     } catch (err) {
       setExportError(err);
@@ -94,23 +135,23 @@ export function FleetActions({ view, fleets, connections, frozen, filter, scopeI
 
   return (
     <fieldset className="fleet-actions">
-      <legend className="sr-only">Actions on the leases shown</legend>
+      <legend className="sr-only">Actions on the leases the filters match</legend>
       {offered && (
         <button
           type="button"
           className="danger"
-          disabled={picked.length === 0 || tooMany}
+          disabled={shown === 0 || pending || loading || counting}
           title={why}
-          onClick={() => setOpen(picked)}
+          onClick={() => void openDialog()}
         >
-          Force release {picked.length.toLocaleString()}…
+          {counting ? 'Counting…' : 'Force release…'}
         </button>
       )}
       <button
         type="button"
         disabled={exporting !== null}
         onClick={() => void runExport('csv')}
-        title="Download the leases the filters show as CSV"
+        title="Download the leases the filters match as CSV"
       >
         {exporting === 'csv' ? 'Exporting…' : 'Export CSV'}
       </button>
@@ -118,77 +159,89 @@ export function FleetActions({ view, fleets, connections, frozen, filter, scopeI
         type="button"
         disabled={exporting !== null}
         onClick={() => void runExport('json')}
-        title="Download the leases the filters show as JSON"
+        title="Download the leases the filters match as JSON"
       >
         {exporting === 'json' ? 'Exporting…' : 'Export JSON'}
       </button>
+      {countError !== null && (
+        <ErrorNotice error={countError} title="Could not count the leases to release" />
+      )}
       {exportError !== null && <ErrorNotice error={exportError} title="The export failed" />}
-      {open !== null && <BulkForceReleaseDialog picked={open} onClose={() => setOpen(null)} />}
+      {open !== null && <BulkForceReleaseDialog parts={open} filter={filter} onClose={() => setOpen(null)} />}
     </fieldset>
   );
 }
 
-interface RowOutcome extends BulkResult {
-  connection: ConnectionInfo;
-  oldToken: string;
+/** Follows the jobs' `job` events (progress pushed by the server). */
+function useJobs(initial: Job[]): Job[] {
+  const { client } = useServices();
+  const [jobs, setJobs] = useState(initial);
+  const ids = initial.map((j) => j.jobId).join(',');
+  const first = useRef(initial);
+  first.current = initial;
+  // The ids name exactly the jobs followed.
+  useEffect(() => {
+    setJobs(first.current);
+    if (ids === '') return;
+    return client.subscribe((event) => {
+      if (event.type !== 'job') return;
+      setJobs((list) =>
+        list.map((j) => (j.jobId === event.job.jobId && event.job.done >= j.done ? event.job : j)),
+      );
+    });
+  }, [client, ids]);
+  return jobs;
 }
 
-function BulkForceReleaseDialog({ picked, onClose }: { picked: Picked[]; onClose: () => void }) {
+function BulkForceReleaseDialog({
+  parts,
+  filter,
+  onClose,
+}: {
+  parts: Part[];
+  filter: FleetFilter;
+  onClose: () => void;
+}) {
   const { client } = useServices();
-  const queryClient = useQueryClient();
   const titleId = useId();
   const descId = useId();
   const countRef = useRef<HTMLInputElement>(null);
   const [count, setCount] = useState('');
   const [reason, setReason] = useState('');
-  const [pending, setPending] = useState(false);
+  const [submitting, setSubmitting] = useState(false);
   const [error, setError] = useState<unknown>(null);
-  const [outcome, setOutcome] = useState<RowOutcome[] | null>(null);
-
-  const byConnection = new Map<string, Picked[]>();
-  for (const p of picked) {
-    const list = byConnection.get(p.connection.id) ?? [];
-    list.push(p);
-    byConnection.set(p.connection.id, list);
-  }
-  const ready =
-    count.trim() === String(picked.length) && reason.trim() !== '' && !pending && outcome === null;
+  const [started, setStarted] = useState<Job[]>([]);
+  const jobs = useJobs(started);
+  const total = parts.reduce((n, p) => n + p.count, 0);
+  const ready = count.trim() === String(total) && reason.trim() !== '' && !submitting && started.length === 0;
 
   const submit = async () => {
     if (!ready) return;
-    setPending(true);
+    setSubmitting(true);
     setError(null);
-    const rows: RowOutcome[] = [];
+    const out: Job[] = [];
     try {
-      for (const list of byConnection.values()) {
-        const connection = list[0]!.connection;
-        const out = await client.call('lease.forceReleaseMany', {
-          connectionId: connection.id,
-          items: list.map((p) => ({ workId: p.row.workId, expectedToken: p.row.fencingToken })),
-          reason: reason.trim(),
-          confirmCount: list.length,
-        });
-        out.results.forEach((r, i) => {
-          rows.push({ ...r, connection, oldToken: list[i]!.row.fencingToken });
-          if (r.row !== undefined) {
-            const released = r.row;
-            queryClient.setQueryData<FleetData>(keys.fleet(connection.id), (data) =>
-              data === undefined ? data : upsertRow(data, released),
-            );
-          }
-        });
-        void queryClient.invalidateQueries({ queryKey: ['connections', connection.id, 'audit'] });
+      for (const p of parts) {
+        out.push(
+          await client.call('lease.forceReleaseMatching', {
+            connectionId: p.connection.id,
+            filter: bulkFilter(filter),
+            expectCount: p.count,
+            reason: reason.trim(),
+          }),
+        );
       }
     } catch (err) {
       setError(err);
     } finally {
-      setPending(false);
-      if (rows.length > 0) setOutcome(rows);
+      setSubmitting(false);
+      if (out.length > 0) setStarted(out);
     }
   };
 
-  const done = outcome?.filter((r) => r.ok).length ?? 0;
-  const refused = (outcome?.length ?? 0) - done;
+  const done = jobs.reduce((n, j) => n + j.ok, 0);
+  const refused = jobs.reduce((n, j) => n + j.failed, 0);
+  const finished = jobs.length > 0 && jobs.every((j) => j.finished);
 
   return (
     <ModalForm
@@ -200,24 +253,24 @@ function BulkForceReleaseDialog({ picked, onClose }: { picked: Picked[]; onClose
       className="bulk-dialog"
     >
       <h2 id={titleId}>
-        {outcome === null
-          ? `Force release ${picked.length.toLocaleString()} leases?`
-          : `Force release: ${done.toLocaleString()} released, ${refused.toLocaleString()} refused`}
+        {jobs.length === 0
+          ? `Force release ${total.toLocaleString()} leases?`
+          : `Force release${finished ? '' : ' (running)'}: ${done.toLocaleString()} released, ${refused.toLocaleString()} refused`}
       </h2>
-      {outcome === null ? (
+      {jobs.length === 0 ? (
         <>
           <p id={descId}>
-            Each lease's fencing token is bumped, so its holder is fenced out. Each one is released only if
-            its token is still the one shown now; a lease that changed hands since is refused on its own row.
-            Every release is recorded in the audit log with your reason and one shared batch id.
+            Every unreleased lease the filters match when you confirm is released by the console server, each
+            only if its fencing token is still the one it had then; a lease that changes hands meanwhile is
+            refused on its own. The count must still match when you confirm. Every release is recorded in the
+            audit log with your reason and one shared batch id.
           </p>
           <dl className="fields compact">
-            {[...byConnection.values()].map((list) => (
-              <div key={list[0]!.connection.id} className="bulk-conn">
-                <dt>{list[0]!.connection.name}</dt>
+            {parts.map((p) => (
+              <div key={p.connection.id} className="bulk-conn">
+                <dt>{p.connection.name}</dt>
                 <dd>
-                  {list.length.toLocaleString()} lease{list.length === 1 ? '' : 's'}, e.g.{' '}
-                  <span className="mono">{visible(list[0]!.row.workId)}</span>
+                  {p.count.toLocaleString()} lease{p.count === 1 ? '' : 's'} match
                 </dd>
               </div>
             ))}
@@ -225,7 +278,7 @@ function BulkForceReleaseDialog({ picked, onClose }: { picked: Picked[]; onClose
           <div className="field">
             <label htmlFor={`${titleId}-count`}>Number of leases</label>
             <span className="field-hint" id={`${titleId}-count-hint`}>
-              Type {picked.length} to confirm.
+              Type {total} to confirm.
             </span>
             <input
               id={`${titleId}-count`}
@@ -235,7 +288,7 @@ function BulkForceReleaseDialog({ picked, onClose }: { picked: Picked[]; onClose
               autoComplete="off"
               value={count}
               onChange={(e) => setCount(e.target.value)}
-              aria-invalid={count !== '' && count.trim() !== String(picked.length)}
+              aria-invalid={count !== '' && count.trim() !== String(total)}
               ref={countRef}
             />
           </div>
@@ -247,59 +300,40 @@ function BulkForceReleaseDialog({ picked, onClose }: { picked: Picked[]; onClose
           />
         </>
       ) : (
-        <section
-          className="bulk-results"
-          aria-label="Result per lease"
-          // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must be reachable by keyboard (axe scrollable-region-focusable)
-          tabIndex={0}
-        >
+        <section className="bulk-results" aria-label="Result per connection">
           <p id={descId} className="sr-only">
             {done} released, {refused} refused
           </p>
-          <table className="bulk-table">
-            <thead>
-              <tr>
-                <th scope="col" className="bulk-cell bulk-w-id">
-                  Work ID
-                </th>
-                <th scope="col" className="bulk-cell bulk-w-conn">
-                  Connection
-                </th>
-                <th scope="col" className="bulk-cell">
-                  Result
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {outcome.map((r) => (
-                <tr key={`${r.connection.id}\u0000${r.workId}`}>
-                  <td className="bulk-cell mono">{visible(r.workId)}</td>
-                  <td className="bulk-cell">{r.connection.name}</td>
-                  <td className={`bulk-cell ${r.ok ? 'bulk-ok' : 'bulk-refused'}`}>
-                    {r.ok ? (
-                      <>
-                        released · token {r.oldToken} → <span className="mono">{r.row?.fencingToken}</span>
-                      </>
-                    ) : (
-                      <>
-                        <strong>{r.error?.code}</strong> {visible(r.error?.message ?? '')}
-                      </>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          {jobs.map((j) => (
+            <div key={j.jobId} className="bulk-job">
+              <p>
+                <strong>{parts.find((p) => p.connection.id === j.connectionId)?.connection.name}</strong>:{' '}
+                <progress max={Math.max(1, j.total)} value={j.done} aria-label="Progress" />{' '}
+                {j.done.toLocaleString()} of {j.total.toLocaleString()} · {j.ok.toLocaleString()} released ·{' '}
+                {j.failed.toLocaleString()} refused
+              </p>
+              {j.failures.length > 0 && (
+                <ul className="bulk-failures">
+                  {j.failures.map((f) => (
+                    <li key={f.workId}>
+                      <span className="mono">{visible(f.workId)}</span> <strong>{f.code}</strong>{' '}
+                      {visible(f.message)}
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </div>
+          ))}
         </section>
       )}
       {error !== null && <ErrorNotice error={error} />}
       <div className="dialog-actions">
         <button type="button" onClick={onClose}>
-          {outcome === null ? 'Cancel' : 'Close'}
+          {jobs.length === 0 ? 'Cancel' : 'Close'}
         </button>
-        {outcome === null && (
+        {jobs.length === 0 && (
           <button type="submit" className="danger" disabled={!ready}>
-            {pending ? 'Releasing…' : `Force release ${picked.length.toLocaleString()}`}
+            {submitting ? 'Starting…' : `Force release ${total.toLocaleString()}`}
           </button>
         )}
       </div>

@@ -6,13 +6,13 @@
  * snapshot moved on, the export starts again (a few times at most).
  */
 
-import type { LeaseStatus, Result } from '../../../src/console/api.ts';
+import type { LeaseStatus, Result } from '../../../src/console/common/index.ts';
 import {
   AUDIT_COLUMNS,
   assembleExport,
   type ExportFormat,
   FLEET_COLUMNS,
-} from '../../../src/console/export.ts';
+} from '../../../src/console/common/index.ts';
 import type { ConsoleClient } from '../../api/client.ts';
 
 export interface FleetExportFilter {

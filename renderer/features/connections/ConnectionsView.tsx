@@ -1,16 +1,17 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { useId, useState } from 'react';
-import type { ConnectionInfo } from '../../../src/console/api.ts';
-import { DEFAULT_THRESHOLDS } from '../../../src/console/api.ts';
+import { useId, useMemo, useState } from 'react';
+import type { ConnectionInfo } from '../../../src/console/common/index.ts';
+import { DEFAULT_THRESHOLDS } from '../../../src/console/common/index.ts';
 import { keys } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
+import { ageOf, freshnessText, useFreshness } from '../../app/freshness.ts';
 import { useConnections, useInfo, usePermissions, useSession } from '../../app/hooks.ts';
-import { EnvBadge, ErrorNotice, freshness } from '../../app/ui.tsx';
+import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
-import { formatAgo, formatSeconds } from '../../lib/format.ts';
+import { formatSeconds } from '../../lib/format.ts';
 import { heartbeatCheckText } from '../detail/DetailPane.tsx';
 
-export function ConnectionsView({ linkUp }: { linkUp: boolean }) {
+export function ConnectionsView() {
   const connections = useConnections();
   const info = useInfo().data;
   const add = useSession().data?.addConnection;
@@ -49,7 +50,6 @@ export function ConnectionsView({ linkUp }: { linkUp: boolean }) {
             key={c.id}
             conn={c}
             editable={info?.profilesEditable === true}
-            linkUp={linkUp}
             onEdit={() => setEditing(c)}
           />
         ))}
@@ -61,12 +61,10 @@ export function ConnectionsView({ linkUp }: { linkUp: boolean }) {
 function ConnectionCard({
   conn,
   editable,
-  linkUp,
   onEdit,
 }: {
   conn: ConnectionInfo;
   editable: boolean;
-  linkUp: boolean;
   onEdit: () => void;
 }) {
   const { client, sync } = useServices();
@@ -83,6 +81,7 @@ function ConnectionCard({
       : undefined;
   const queryClient = useQueryClient();
   const now = useNow();
+  const fresh = useFreshness(useMemo(() => [conn], [conn])).get(conn.id);
   const check = sync.heartbeats.get(conn.id) ?? conn.heartbeats;
   const [confirmRemove, setConfirmRemove] = useState(false);
   const update = useMutation({
@@ -112,7 +111,9 @@ function ConnectionCard({
         {conn.url}
       </div>
       <div className="conn-meta">
-        <span className="freshness">{freshness(conn, now, linkUp, sync.lastEventAt)}</span>
+        <span className="freshness">
+          {fresh === undefined ? conn.state : freshnessText(conn, fresh, now)}
+        </span>
         <span className="muted">
           stuck after {formatSeconds(conn.thresholds.stuckAfterMs)} · expiring under{' '}
           {Math.round(conn.thresholds.expiringFraction * 100)} % of ttl · clock offset{' '}
@@ -132,8 +133,7 @@ function ConnectionCard({
             data-testid="heartbeat-check"
             title="The change feed carries ownership changes only: the console re-reads the fleet this often to see renews and checkpoints, and shows a lease expired only once such a check confirms it"
           >
-            heartbeats checked{' '}
-            {check.asOf === null ? 'not yet' : formatAgo(now + conn.clockOffsetMs - check.asOf)} ·{' '}
+            heartbeats checked {check.asOf === null ? 'not yet' : ageOf(check.asOf, conn, now)} ·{' '}
             {heartbeatCheckText(check)}
           </span>
         )}

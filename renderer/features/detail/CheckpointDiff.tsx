@@ -3,7 +3,7 @@
  * values by path. Takes the two payloads; the detail pane shows it once the backends keep the
  * checkpoint saved at each handoff.
  */
-import { visible } from '../../../src/console/text.ts';
+import { visible } from '../../../src/console/common/index.ts';
 import { diffValues } from './diff.ts';
 
 export function CheckpointDiff({

@@ -14,8 +14,8 @@ import type {
   ConnectionInfo,
   DecodedTree as Decoded,
   LeaseRow,
-} from '../../../src/console/api.ts';
-import { visible } from '../../../src/console/text.ts';
+} from '../../../src/console/common/index.ts';
+import { visible } from '../../../src/console/common/index.ts';
 import { keys } from '../../api/queries.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
 import { useServices } from '../../app/context.tsx';

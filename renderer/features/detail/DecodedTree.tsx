@@ -7,8 +7,12 @@
  */
 import { useQueries, useQueryClient } from '@tanstack/react-query';
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
-import { DECODED_PAGE, type DecodedNode, type DecodedTree as Tree } from '../../../src/console/api.ts';
-import { visible } from '../../../src/console/text.ts';
+import {
+  DECODED_PAGE,
+  type DecodedNode,
+  type DecodedTree as Tree,
+  visible,
+} from '../../../src/console/common/index.ts';
 import { keys } from '../../api/queries.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
 import { useServices } from '../../app/context.tsx';

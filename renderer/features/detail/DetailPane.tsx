@@ -1,19 +1,22 @@
 import { useQuery } from '@tanstack/react-query';
 import { useEffect, useRef, useState } from 'react';
-import type { ConnectionInfo, HeartbeatCheckWire, LeaseRow } from '../../../src/console/api.ts';
-import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
-import { visible } from '../../../src/console/text.ts';
+import type {
+  ConnectionInfo,
+  HeartbeatCheckWire,
+  LeaseRow,
+  LeaseStatus,
+} from '../../../src/console/common/index.ts';
+import { visible } from '../../../src/console/common/index.ts';
 import { auditQuery } from '../../api/queries.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
 import { useServices } from '../../app/context.tsx';
-import type { Freshness } from '../../app/freshness.ts';
+import { backendNow, type Freshness } from '../../app/freshness.ts';
 import { useInfo, usePermissions } from '../../app/hooks.ts';
 import { Time, useTimeMode } from '../../app/Time.tsx';
 import { showToast } from '../../app/toast.tsx';
 import { EnvBadge, ErrorNotice, StatusBadge } from '../../app/ui.tsx';
 import { formatBytes, formatDuration, formatTime } from '../../lib/format.ts';
 import { isTypingTarget } from '../../lib/keys.ts';
-import type { SourceInstant } from '../fleet/model.ts';
 import { ForceReleaseDialog } from '../force-release/ForceReleaseDialog.tsx';
 import { escalationReason } from '../request-release/deadline.ts';
 import { ReleaseRequestNote } from '../request-release/ReleaseRequestNote.tsx';
@@ -22,21 +25,22 @@ import { CheckpointViewer } from './CheckpointViewer.tsx';
 
 export interface DetailPaneProps {
   connection: ConnectionInfo;
-  /** Latest row from the fleet model; null when the lease was pruned. */
+  /**
+   * The lease as its connection's index holds it (kept current by a view watch, see
+   * LeaseDetail.tsx); null when it is not there, and `missing` says why in words.
+   */
   row: LeaseRow | null;
-  /** Re-render marker for pushed updates. */
-  rev: number;
+  /** Its status as the server judged it (with the counts and the table's rows). */
+  status: LeaseStatus | null;
+  /** With no row: why ("No lease … exists", "it left the fleet", "still reading the fleet…"). */
+  missing?: string | undefined;
+  /** The work id asked for (shown while there is no row). */
+  workId: string;
   localNow: number;
   /** The connection's freshness: while stale the clock stops at its last confirmed time and force release is off. */
   freshness?: Freshness | undefined;
-  /** When the rows' heartbeats were last checked (FleetData.heartbeatsAsOf): statuses are judged no later. */
+  /** When the connection's heartbeats were last checked: an expiry past it is "awaiting check", not expired. */
   heartbeatsAsOf?: number | null | undefined;
-  /**
-   * The instant the shown fleet view judged this lease's connection at (fleet/model.ts,
-   * `FleetView.instants`): status and times are drawn at it, as the lease's row is, so the pane
-   * and the row never disagree. Absent (the view does not show the connection): the tick above.
-   */
-  at?: SourceInstant | undefined;
   onClose: () => void;
   /** Puts focus back on this lease's row in the table (after the dialog closes). */
   onReturnFocus?: (() => void) | undefined;
@@ -55,8 +59,10 @@ export function DetailPane({
   row,
   localNow,
   freshness,
+  status,
+  missing,
+  workId,
   heartbeatsAsOf = null,
-  at,
   onClose,
   onReturnFocus,
 }: DetailPaneProps) {
@@ -68,9 +74,8 @@ export function DetailPane({
   const [fNote, setFNote] = useState<string | null>(null);
   const zone = useTimeMode() === 'utc' ? 'utc' : 'local';
   const stale = freshness?.stale === true;
-  const serverNow =
-    at?.clock ?? (stale && freshness?.asOf != null ? freshness.asOf : localNow + connection.clockOffsetMs);
-  const statusAt = at?.judged ?? judgedAt(serverNow, heartbeatsAsOf);
+  // The connection's one clock (app/freshness.ts): running while live, stopped at "as of" while stale.
+  const serverNow = stale && freshness?.asOf != null ? freshness.asOf : backendNow(connection, localNow);
   const perm = usePermissions(connection.id);
   // The server's answer decides (role, read-only); before it arrives, nothing is offered.
   const writable = perm?.forceRelease.allowed === true && !connection.readOnly && info?.readOnly === false;
@@ -105,7 +110,7 @@ export function DetailPane({
             ? `this view is not current (${freshness?.reason ?? 'stale'}).`
             : row === null
               ? 'this lease is no longer in the fleet.'
-              : row.ended !== null || leaseStatus(row, statusAt, connection.thresholds) === 'expired'
+              : row.ended !== null || status === 'expired'
                 ? 'this lease is not live: no holder to ask.'
                 : row.releaseRequest != null
                   ? 'the holder was already asked (see the request above).'
@@ -174,14 +179,16 @@ export function DetailPane({
     <aside className="detail" aria-label="Lease details" ref={paneRef}>
       <header className="detail-head">
         <h2>
-          <span className="muted">Lease</span> <span className="mono">{row?.workId ?? '—'}</span>
+          <span className="muted">Lease</span> <span className="mono">{visible(row?.workId ?? workId)}</span>
         </h2>
         <button type="button" className="icon" aria-label="Close details" onClick={onClose}>
           ✕
         </button>
       </header>
       {row === null ? (
-        <p className="empty">This lease is no longer in the fleet (it was pruned).</p>
+        <p className="empty" role="status">
+          {missing ?? 'This lease is not in the fleet.'}
+        </p>
       ) : (
         <>
           {row.releaseRequest != null && (
@@ -202,9 +209,7 @@ export function DetailPane({
               {connection.readOnly && <span className="ro-tag">read-only</span>}
             </dd>
             <dt>Status</dt>
-            <dd>
-              <StatusBadge status={leaseStatus(row, statusAt, connection.thresholds)} />
-            </dd>
+            <dd>{status === null ? '—' : <StatusBadge status={status} />}</dd>
             <dt>Work ID</dt>
             <dd className="mono">
               {visible(row.workId)} <CopyButton text={row.workId} what="work id" />
@@ -239,7 +244,14 @@ export function DetailPane({
             <dd>{row.renewedAt === null ? '—' : <Time at={row.renewedAt} serverNow={serverNow} />}</dd>
             <dt>Heartbeats checked</dt>
             <dd data-testid="heartbeats-checked">
-              {heartbeatsAsOf === null ? 'not yet' : <Time at={heartbeatsAsOf} serverNow={serverNow} />}
+              {/* A freshness value: its age counts on the page's one clock (app/freshness.ts), also while
+                  the view is frozen, so it agrees with the stale note above the table. */}
+              {heartbeatsAsOf === null ? (
+                'not yet'
+              ) : (
+                <Time at={heartbeatsAsOf} serverNow={backendNow(connection, localNow)} />
+              )}
+              {stale && <span className="muted"> · not current</span>}
               {check !== undefined && <span className="muted"> · {heartbeatCheckText(check)}</span>}
             </dd>
             <dt>Last checkpoint</dt>

@@ -3,7 +3,7 @@
  * page of 1 MiB at a time (`checkpoint.export`) from the decoding the viewer shows, and handed to
  * the browser as a file.
  */
-import type { Result } from '../../../src/console/api.ts';
+import type { Result } from '../../../src/console/common/index.ts';
 import type { ConsoleClient } from '../../api/client.ts';
 import { saveBlob } from '../bulk/download.ts';
 import type { TreeSource } from './DecodedTree.tsx';

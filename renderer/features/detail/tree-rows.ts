@@ -4,7 +4,7 @@
  * window) and the pages loaded so far into one flat list of rows with their ARIA level, position
  * and set size, plus the pages those rows need. No DOM here: tested in Node.
  */
-import { DECODED_PAGE, type DecodedNode } from '../../../src/console/api.ts';
+import { DECODED_PAGE, type DecodedNode } from '../../../src/console/common/index.ts';
 import { childPointer } from './pointer.ts';
 
 /** A node's shown pages, by index (page p holds children p·200 … p·200+199). */

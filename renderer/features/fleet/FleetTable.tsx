@@ -1,10 +1,11 @@
 /**
- * The virtualized lease table. Only the rows in view are in the DOM; each
- * visible row re-derives its status and countdowns at the instant of the view
- * it belongs to, which is recomputed for every tick of the shared ticker, so
- * a 100 000-row fleet costs ~40 row renders a second, not 100 000.
+ * The virtualized lease table over the server's windows (./window.ts): as tall as every row the
+ * filters match, with only the rows on screen in the DOM and only those plus a margin in the
+ * page. A position whose window has not arrived yet shows a placeholder row; scrolling (wheel,
+ * scroll bar, keys) reports the rows on screen, and the windows follow. Each row's status is the
+ * server's (judged with the counts, so rows and chips agree); countdowns run on the connection's
+ * clock (app/freshness.ts), stopped while it is stale.
  */
-import { useVirtualizer } from '@tanstack/react-virtual';
 import {
   type CSSProperties,
   type KeyboardEvent,
@@ -15,9 +16,8 @@ import {
   useRef,
   useState,
 } from 'react';
-import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
-import { leaseStatus } from '../../../src/console/status.ts';
-import { visible } from '../../../src/console/text.ts';
+import type { ConnectionInfo, LeaseRow, LeaseStatus } from '../../../src/console/common/index.ts';
+import { visible } from '../../../src/console/common/index.ts';
 import { Time } from '../../app/Time.tsx';
 import { EnvBadge, StatusBadge } from '../../app/ui.tsx';
 import { formatBytes } from '../../lib/format.ts';
@@ -31,17 +31,29 @@ import {
   useColumnPrefs,
   widthOf,
 } from './columns.ts';
-import type { FleetData, FleetView, Sort, SortKey, SourceInstant } from './model.ts';
+import { rowWindow, scrollTopFor } from './fixed-rows.ts';
+import type { Sort, SortKey } from './model.ts';
+import { type Layout, type Segment, slotAt } from './window.ts';
 
 const ROW_HEIGHT = 32;
 
 export interface FleetTableProps {
-  view: FleetView;
-  fleets: Map<string, FleetData>;
+  segments: readonly Segment[];
+  layout: Layout;
   connections: Map<string, ConnectionInfo>;
   showConnection: boolean;
-  /** Stale connections: the backend time their rows are shown at (greyed, clock stopped). */
-  frozen: Map<string, number>;
+  /** Per connection, the backend time countdowns count from (app/freshness.ts `rowClock`). */
+  clocks: ReadonlyMap<string, number>;
+  /** Stale connections: their rows are greyed, their clock stopped. */
+  frozen: ReadonlySet<string>;
+  /** The rows are those of the previous filters or sort; the new answer is on its way. */
+  pending: boolean;
+  /** Changes with the filters and sort: the table goes back to its top. */
+  question: string;
+  /** What an empty table says. */
+  emptyText: string;
+  /** Table rows [from, to) are on screen, with the overscan: their windows are fetched. */
+  onRange: (from: number, to: number) => void;
   sort: Sort;
   onSort: (key: SortKey) => void;
   activeIndex: number;
@@ -62,22 +74,62 @@ const OVERSCAN = 12;
 const OVERSCAN_SCROLLING = 3;
 
 export function FleetTable(props: FleetTableProps) {
-  const { view, activeIndex, onActiveIndex, onOpen } = props;
+  const { segments, layout: table, activeIndex, onActiveIndex, onOpen, onRange } = props;
   const scrollRef = useRef<HTMLDivElement>(null);
-  const count = view.workIds.length;
-  // The instance outlives renders, so its scrolling state is current here (it re-renders us when it flips).
-  const instance = useRef<{ isScrolling: boolean } | null>(null);
-  const virtualizer = useVirtualizer({
+  const count = table.total;
+  // Where the table is scrolled and how tall its viewport is: all that decides which rows are drawn
+  // (./fixed-rows.ts). Scroll events are folded into one update per frame.
+  const [scroll, setScroll] = useState({ top: 0, height: 640, scrolling: false });
+  useEffect(() => {
+    const el = scrollRef.current;
+    if (el === null) return;
+    let frame = 0;
+    let idle: ReturnType<typeof setTimeout> | null = null;
+    const read = (scrolling: boolean) =>
+      setScroll((s) =>
+        s.top === el.scrollTop && s.height === el.clientHeight && s.scrolling === scrolling
+          ? s
+          : { top: el.scrollTop, height: el.clientHeight, scrolling },
+      );
+    const onScroll = () => {
+      if (frame === 0)
+        frame = requestAnimationFrame(() => {
+          frame = 0;
+          read(true);
+        });
+      if (idle !== null) clearTimeout(idle);
+      idle = setTimeout(() => read(false), 150);
+    };
+    const resize = new ResizeObserver(() => read(false));
+    resize.observe(el);
+    el.addEventListener('scroll', onScroll, { passive: true });
+    read(false);
+    return () => {
+      el.removeEventListener('scroll', onScroll);
+      resize.disconnect();
+      cancelAnimationFrame(frame);
+      if (idle !== null) clearTimeout(idle);
+    };
+  }, []);
+  const win = rowWindow(
     count,
-    getScrollElement: () => scrollRef.current,
-    estimateSize: () => ROW_HEIGHT,
-    overscan: instance.current?.isScrolling === true ? OVERSCAN_SCROLLING : OVERSCAN,
-  });
-  instance.current = virtualizer;
+    ROW_HEIGHT,
+    scroll.top,
+    scroll.height,
+    scroll.scrolling ? OVERSCAN_SCROLLING : OVERSCAN,
+  );
 
   useEffect(() => {
-    if (activeIndex >= 0 && activeIndex < count) virtualizer.scrollToIndex(activeIndex, { align: 'auto' });
-  }, [activeIndex, count, virtualizer]);
+    const el = scrollRef.current;
+    if (el === null || activeIndex < 0 || activeIndex >= count) return;
+    const to = scrollTopFor(activeIndex, count, ROW_HEIGHT, el.scrollTop, el.clientHeight - ROW_HEIGHT);
+    if (to !== null) el.scrollTop = to;
+  }, [activeIndex, count]);
+  // New filters or sort: a new list, read from its top.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the question is what resets the scroll
+  useEffect(() => {
+    if (scrollRef.current !== null) scrollRef.current.scrollTop = 0;
+  }, [props.question]);
 
   // One stable click handler for every row, so a row re-renders only when what it shows changes.
   const handlers = useRef({ onActiveIndex, onOpen });
@@ -138,12 +190,17 @@ export function FleetTable(props: FleetTableProps) {
     }
   };
 
-  const items = virtualizer.getVirtualItems();
+  const items = Array.from({ length: win.last - win.first }, (_, k) => ({ index: win.first + k }));
+  const rangeFrom = win.first;
+  const rangeTo = win.last;
+  useEffect(() => {
+    onRange(rangeFrom, Math.max(rangeTo, rangeFrom + 1));
+  }, [onRange, rangeFrom, rangeTo]);
   // Rows sit in normal flow below a padding as tall as the rows scrolled past, and are keyed by their
   // place in the window (0 = top), not by index or id: scrolling patches text in the same elements
   // instead of creating, moving and styling new ones, and the DOM order stays the visual order.
-  const first = items[0]?.index ?? 0;
-  const padTop = items[0]?.start ?? 0;
+  const first = win.first;
+  const padTop = win.padTop;
   const activeId = activeIndex >= 0 && activeIndex < count ? `lease-row-${activeIndex}` : undefined;
   // The header is one tab stop (roving tabindex): the sorted column's button, arrows move along.
   const [headFocus, setHeadFocus] = useState<SortKey | null>(null);
@@ -168,7 +225,7 @@ export function FleetTable(props: FleetTableProps) {
     headRow.current?.querySelector<HTMLButtonElement>(`button[data-key="${key}"]`)?.focus();
   };
   return (
-    <div ref={scrollRef} className="fleet-table" style={layout}>
+    <div ref={scrollRef} className="fleet-table" style={layout} data-pending={props.pending}>
       <table
         style={{ minWidth }}
         ref={props.gridRef}
@@ -211,33 +268,33 @@ export function FleetTable(props: FleetTableProps) {
             })}
           </tr>
         </thead>
-        <tbody style={count === 0 ? undefined : { height: virtualizer.getTotalSize(), paddingTop: padTop }}>
+        <tbody style={count === 0 ? undefined : { height: win.height, paddingTop: padTop }}>
           {count === 0 ? (
             <tr className="empty-row">
-              <td className="empty">
-                {view.total === 0 ? 'No leases in this fleet yet.' : 'No lease matches these filters.'}
-              </td>
+              <td className="empty">{props.emptyText}</td>
             </tr>
           ) : (
             items.map((item) => {
-              const connId = view.connIds[item.index] as string;
-              const workId = view.workIds[item.index] as string;
-              const row = props.fleets.get(connId)?.rows.get(workId);
-              const conn = props.connections.get(connId);
-              // The view judged every connection it lists, so `at` is there for each of its rows.
-              const at = view.instants.get(connId);
-              if (row === undefined || conn === undefined || at === undefined) return null;
+              const slot = slotAt(segments, table, item.index);
+              if (slot === null) return null;
+              const conn = props.connections.get(slot.connectionId);
+              if (slot.row === null || conn === undefined) {
+                return <PlaceholderRow key={item.index - first} index={item.index} span={columns.length} />;
+              }
+              const { row } = slot;
               return (
                 <Row
                   key={item.index - first}
                   index={item.index}
                   row={row}
+                  status={slot.status}
                   conn={conn}
-                  at={at}
-                  stale={props.frozen.has(connId)}
-                  heartbeatsAsOf={props.fleets.get(connId)?.heartbeatsAsOf ?? null}
+                  serverNow={props.clocks.get(slot.connectionId) ?? 0}
+                  stale={props.frozen.has(slot.connectionId)}
+                  pending={props.pending}
+                  heartbeatsAsOf={slot.view.heartbeatsAsOf}
                   active={item.index === activeIndex}
-                  selected={props.selectedKey === rowKey(connId, workId)}
+                  selected={props.selectedKey === rowKey(slot.connectionId, row.workId)}
                   columns={columns}
                   onClick={onRowClick}
                 />
@@ -250,19 +307,30 @@ export function FleetTable(props: FleetTableProps) {
   );
 }
 
+/** A position whose window has not arrived yet: a row of the right height that says so. */
+function PlaceholderRow({ index, span }: { index: number; span: number }) {
+  return (
+    <tr id={`lease-row-${index}`} aria-rowindex={index + 2} aria-busy="true" className="row-loading">
+      <td className="c-work muted" colSpan={span}>
+        loading…
+      </td>
+    </tr>
+  );
+}
+
 interface RowProps {
   index: number;
   /** Replaced (new object) by every change to the lease, so the memo below sees changes. */
   row: LeaseRow;
+  /** As the server judged it, with the counts (at the view's statusAt). */
+  status: LeaseStatus;
   conn: ConnectionInfo;
-  /**
-   * The instant the shown view judged this row's connection at (model.ts, `FleetView.instants`):
-   * status and countdowns are drawn at it, so the row agrees with the count chips and the status
-   * filter. A new view (every tick) brings a new one: that is what redraws the row as time passes.
-   */
-  at: SourceInstant;
-  /** The connection is stale: the row is greyed (`at` is then its last confirmed backend time). */
+  /** The backend time countdowns count from: the running clock, or the last confirmed time while stale. */
+  serverNow: number;
+  /** The connection is stale: the row is greyed. */
   stale: boolean;
+  /** The row belongs to the previous filters (the new answer is on its way): dimmed. */
+  pending: boolean;
   /** When the connection's heartbeats were last checked: the expiry cell says so (app/Time.tsx `checkedAt`). */
   heartbeatsAsOf: number | null;
   active: boolean;
@@ -272,15 +340,13 @@ interface RowProps {
 }
 
 const Row = memo(function Row(p: RowProps) {
-  const { row, conn } = p;
-  const serverNow = p.at.clock;
-  const status = leaseStatus(row, p.at.judged, conn.thresholds);
+  const { row, conn, status, serverNow } = p;
   return (
     <tr
       id={`lease-row-${p.index}`}
       aria-rowindex={p.index + 2}
       aria-selected={p.selected}
-      className={`row-${status}${p.stale ? ' stale' : ''}${p.active ? ' active' : ''}${p.selected ? ' selected' : ''}`}
+      className={`row-${status}${p.stale ? ' stale' : ''}${p.pending ? ' pending' : ''}${p.active ? ' active' : ''}${p.selected ? ' selected' : ''}`}
       onClick={() => p.onClick(p.index)}
     >
       {p.columns.map((c) => (
@@ -309,7 +375,7 @@ function Cell({
   column: Column;
   row: LeaseRow;
   conn: ConnectionInfo;
-  status: ReturnType<typeof leaseStatus>;
+  status: LeaseStatus;
   serverNow: number;
   checkedAt: number | null;
 }) {

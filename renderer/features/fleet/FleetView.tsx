@@ -1,80 +1,46 @@
+/**
+ * The fleet screen: scope tabs, counts, filters, the table and the open lease. The console
+ * server filters, sorts, pages and counts (src/console/common/view.ts); the page holds the rows
+ * on screen plus a margin (./window.ts) and the counts. The address holds the scope, the open
+ * lease, the filters and the sort (./url.ts); typed filters reach the server after a short pause
+ * (./useFleetWindow.ts), and an answer to an earlier question never replaces a later one.
+ */
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
-import type { ConnectionInfo, LeaseStatus } from '../../../src/console/api.ts';
-import { LEASE_STATUSES } from '../../../src/console/api.ts';
-import { visible as visibleText } from '../../../src/console/text.ts';
-import { type Freshness, useFreshness } from '../../app/freshness.ts';
-import { type FleetEntry, toSources, useConnectionMap } from '../../app/hooks.ts';
+import type { LeaseStatus } from '../../../src/console/common/index.ts';
+import { visible as visibleText } from '../../../src/console/common/index.ts';
+import { backendNow, useFreshness } from '../../app/freshness.ts';
+import { useConnectionMap, useConnections } from '../../app/hooks.ts';
 import { navigate } from '../../app/router.ts';
 import { type Route, withQuery } from '../../app/routes.ts';
 import { showToast } from '../../app/toast.tsx';
 import { EnvBadge, ErrorNotice } from '../../app/ui.tsx';
 import { useNow } from '../../lib/clock.ts';
-import { formatAgo, formatClockSeconds } from '../../lib/format.ts';
 import { isTypingTarget } from '../../lib/keys.ts';
 import { FleetActions } from '../bulk/FleetActions.tsx';
-import { DetailPane } from '../detail/DetailPane.tsx';
+import { LeaseDetail, type TableLease } from '../detail/LeaseDetail.tsx';
 import { isLostShard, LostShardPanel } from '../recover/LostShard.tsx';
 import { ColumnsMenu } from './ColumnsMenu.tsx';
-import { FleetTable, rowKey } from './FleetTable.tsx';
 import {
-  EMPTY_FILTER,
-  emptyCounts,
-  type FleetData,
-  type FleetFilter,
-  type FleetSource,
-  type FleetView as FleetViewModel,
-  orderIsStatic,
-  type Sort,
-  type SortKey,
-  viewJob,
-} from './model.ts';
+  ConnectionDot,
+  CountChips,
+  DataLostNote,
+  StaleNote,
+  totalText,
+  UnknownConnection,
+} from './FleetNotices.tsx';
+import { FleetTable, rowKey } from './FleetTable.tsx';
+import { EMPTY_FILTER, type FleetFilter, type Sort, type SortKey } from './model.ts';
 import { filterFromQuery, fleetQuery, sortFromQuery } from './url.ts';
-import { type ComputedView, type PlanJob, shownView, ViewRunner } from './view-runner.ts';
-
-const EMPTY_VIEW: FleetViewModel = {
-  connIds: [],
-  workIds: [],
-  instants: new Map(),
-  counts: emptyCounts(),
-  total: 0,
-};
+import { TYPING_DEBOUNCE_MS, useDebounced, useFleetWindow } from './useFleetWindow.ts';
+import { layoutOf, type Segment, slotAt, stackOrder, summarize, toViewFilter, toViewSort } from './window.ts';
 
 export interface Selection {
   connectionId: string;
   workId: string;
 }
 
-const mapIds = new WeakMap<object, number>();
-let nextMapId = 1;
-function identity(o: object): number {
-  let id = mapIds.get(o);
-  if (id === undefined) {
-    id = nextMapId++;
-    mapIds.set(o, id);
-  }
-  return id;
-}
-
-interface ViewInputs {
-  sources: readonly FleetSource[];
-  filter: FleetFilter;
-  sort: Sort;
-  localNow: number;
-}
-
-/** The view job of the inputs; the last view's order still holds when only the clock moved: then it just counts. */
-function planView(inputs: () => ViewInputs): PlanJob<FleetViewModel> {
-  return (last) => {
-    const { sources, filter, sort, localNow } = inputs();
-    const key = `${sources.map((s) => `${s.connectionId}#${identity(s.data.rows)}#${s.data.membershipRev}`).join('|')}@${identity(filter)}@${identity(sort)}`;
-    const reuse = last !== null && last.key === key && orderIsStatic(filter, sort) ? last.view : null;
-    return { key, job: viewJob(sources, filter, sort, localNow, reuse) };
-  };
-}
-
 export interface FleetViewProps {
-  fleets: FleetEntry[];
-  /** False while another view is shown: the table keeps its state but stops recomputing. */
+  /** False while another view is shown: the table keeps its state. */
   visible: boolean;
   /** The fleet's address: scope, selected lease, filters and sort (see app/routes.ts, ./url.ts). */
   route: Route;
@@ -110,7 +76,25 @@ function changeScope(route: Route, scope: string): Route {
   return withQuery(route, { scope: scope === route.connectionId ? undefined : scope });
 }
 
-export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps) {
+function isFiltered(f: FleetFilter): boolean {
+  return f.search !== '' || f.holder !== '' || f.workIdPrefix !== '' || f.statuses.size > 0;
+}
+
+/** The selected lease as the table's window holds it, when it is there. */
+function tableLease(segments: readonly Segment[], sel: Selection): TableLease | null {
+  for (const seg of segments) {
+    if (seg.connectionId !== sel.connectionId || seg.view === null) continue;
+    const i = seg.view.rows.findIndex((r) => r.workId === sel.workId);
+    const row = seg.view.rows[i];
+    const status = seg.view.statuses[i];
+    if (row !== undefined && status !== undefined) return { row, status, view: seg.view };
+  }
+  return null;
+}
+
+export function FleetView({ visible, route, searchRef }: FleetViewProps) {
+  const connectionsQ = useConnections();
+  const connectionList = connectionsQ.data ?? [];
   const connections = useConnectionMap();
   const tick = useNow();
   const scope = scopeOf(route);
@@ -118,7 +102,6 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
     route.connectionId !== null && route.workId !== null
       ? { connectionId: route.connectionId, workId: route.workId }
       : null;
-  // One object per distinct value: the view runner restarts when its identity changes.
   const q = route.query;
   const filterKey = [q.q, q.holder, q.prefix, q.status].join('\u0000');
   // biome-ignore lint/correctness/useExhaustiveDependencies: filterKey names exactly what the filter holds
@@ -128,6 +111,40 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
   const sort = useMemo(() => sortFromQuery(route.query), [sortKey]);
   const routeRef = useRef(route);
   routeRef.current = route;
+  // Typed text waits for a pause before it asks the server; statuses and sort ask at once.
+  const viewFilter = useMemo(() => toViewFilter(filter), [filter]);
+  const typed = { search: filter.search, holder: filter.holder, workIdPrefix: filter.workIdPrefix };
+  const askedText = useDebounced(typed, JSON.stringify(typed), TYPING_DEBOUNCE_MS);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the key names exactly what the filter holds
+  const askedFilter = useMemo(
+    () => toViewFilter({ ...askedText, statuses: filter.statuses }),
+    [JSON.stringify(askedText), filter.statuses],
+  );
+  const viewSort = useMemo(() => toViewSort(sort), [sort]);
+
+  const freshness = useFreshness(connectionList);
+  const known = connectionsQ.data !== undefined;
+  const unknownScope = known && scope !== 'all' && !connections.has(scope);
+  const inScope = scope === 'all' ? connectionList : connectionList.filter((c) => c.id === scope);
+  const ids = stackOrder(
+    inScope.map((c) => c.id),
+    sort,
+  );
+  const fw = useFleetWindow(ids, askedFilter, viewSort);
+  const { segments } = fw;
+  const layout = useMemo(() => layoutOf(segments), [segments]);
+  const summary = useMemo(() => summarize(segments), [segments]);
+  const filterPending = fw.pending || JSON.stringify(askedFilter) !== JSON.stringify(viewFilter);
+
+  // Per connection: the clock its countdowns read (running while live, stopped at "as of" while stale).
+  const frozen = new Set<string>();
+  const clocks = new Map<string, number>();
+  for (const c of inScope) {
+    const f = freshness.get(c.id);
+    if (f?.stale === true) frozen.add(c.id);
+    clocks.set(c.id, f?.stale === true && f.asOf !== null ? f.asOf : backendNow(c, tick));
+  }
+
   const setFilter = useCallback((next: FleetFilter, mode: 'push' | 'replace' = 'push') => {
     const r = routeRef.current;
     navigate(withQuery(r, fleetQuery(next, sortFromQuery(r.query))), mode);
@@ -176,100 +193,50 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
     document.addEventListener('keydown', onKey);
     return () => document.removeEventListener('keydown', onKey);
   }, [visible, hasSelection]);
-  const frozenTick = useRef(tick);
-  if (visible) frozenTick.current = tick;
-  const localNow = frozenTick.current;
-
-  const connectionList = useMemo(() => fleets.map((f) => f.connection), [fleets]);
-  const freshness = useFreshness(connectionList);
-  const inScope = scope === 'all' ? fleets : fleets.filter((f) => f.connection.id === scope);
-  const sources = toSources(inScope, freshness);
-  // What makes the shown view wrong at once (a new snapshot replaces the Map; clock, thresholds or staleness moved).
-  const sourcesKey = sources
-    .map(
-      (s) =>
-        `${s.connectionId}#${identity(s.data.rows)}#${s.clockOffsetMs}#${s.thresholds.stuckAfterMs}#${s.thresholds.expiringFraction}#${s.frozenAt ?? ''}`,
-    )
-    .join('|');
-  // Backend time each stale connection's rows are shown at (absent: live, the clock runs).
-  const frozenKey = sources.map((s) => `${s.connectionId}=${s.frozenAt ?? ''}`).join('|');
-  // biome-ignore lint/correctness/useExhaustiveDependencies: frozenKey names exactly what the map holds
-  const frozen = useMemo(() => {
-    const m = new Map<string, number>();
-    for (const s of sources) if (s.frozenAt != null) m.set(s.connectionId, s.frozenAt);
-    return m;
-  }, [frozenKey]);
-  // Rows that came or went: shown at the next refresh (view-runner.ts: at most 500 ms later).
-  const membershipKey = sources.map((s) => s.data.membershipRev).join('|');
-  const inputs = useRef<ViewInputs>({ sources, filter, sort, localNow });
-  inputs.current = { sources, filter, sort, localNow };
-  const scopeKey = sources.map((s) => s.connectionId).join('|');
-  const [computed, setComputed] = useState<ComputedView<FleetViewModel> | null>(null);
-  const runnerKey = useRef({ key: sourcesKey, scope: scopeKey });
-  const [runner] = useState(
-    () =>
-      new ViewRunner(
-        planView(() => inputs.current),
-        (view) => setComputed({ view, ...runnerKey.current }),
-      ),
-  );
-  useEffect(() => () => runner.stop(), [runner]);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: the runner reads the latest inputs through a ref; these are what make a new view urgent
-  useEffect(() => {
-    runnerKey.current = { key: sourcesKey, scope: scopeKey };
-    runner.restart();
-  }, [runner, sourcesKey, filter, sort]);
-  // Rows changed in place by events (a release, a takeover): their rows redraw at once (`rev`), the
-  // counts follow at the next refresh, one job's gap later (view-runner.ts), not at the next tick.
-  const rev = sources.reduce((n, s) => n + s.data.rev, 0);
-  // biome-ignore lint/correctness/useExhaustiveDependencies: as above; statuses move with time, membership and rows with events
-  useEffect(() => {
-    if (visible) runner.refresh();
-  }, [runner, visible, membershipKey, rev, localNow]);
-  const { view, computing } = shownView(computed, sourcesKey, scopeKey, EMPTY_VIEW);
-  const fleetMap = useMemo(() => {
-    const m = new Map<string, FleetData>();
-    for (const f of fleets) if (f.data !== undefined) m.set(f.connection.id, f.data);
-    return m;
-  }, [fleets]);
 
   const onSort = useCallback((key: SortKey) => {
     const r = routeRef.current;
     const s = sortFromQuery(r.query);
     const next: Sort = s.key === key ? { key, dir: s.dir === 'asc' ? 'desc' : 'asc' } : { key, dir: 'asc' };
     navigate(withQuery(r, fleetQuery(filterFromQuery(r.query), next)));
+    setActiveIndex(-1);
   }, []);
+  const slotsRef = useRef({ segments, layout });
+  slotsRef.current = { segments, layout };
   const onOpen = useCallback(
     (index: number) => {
-      const connectionId = view.connIds[index];
-      const workId = view.workIds[index];
-      if (connectionId !== undefined && workId !== undefined) onSelect({ connectionId, workId });
+      const slot = slotAt(slotsRef.current.segments, slotsRef.current.layout, index);
+      if (slot?.row != null) onSelect({ connectionId: slot.connectionId, workId: slot.row.workId });
     },
-    [view, onSelect],
+    [onSelect],
   );
-  /** Back to the table, on the selected lease's row (after a dialog, or once Enter opened it). */
+  /** Back to the table, on the selected lease's row when it is in the fetched windows. */
   const focusRow = useCallback(() => {
     const sel = routeRef.current;
-    const at = sel.workId === null ? -1 : indexOf(viewRef.current, sel.connectionId, sel.workId);
-    if (at >= 0) setActiveIndex(at);
+    const { segments: segs, layout: lay } = slotsRef.current;
+    for (let k = 0; k < segs.length && sel.workId !== null; k++) {
+      const seg = segs[k];
+      if (seg?.connectionId !== sel.connectionId || seg.view === null) continue;
+      const i = seg.view.rows.findIndex((r) => r.workId === sel.workId);
+      if (i >= 0) setActiveIndex((lay.starts[k] ?? 0) + seg.view.offset + i);
+    }
     requestAnimationFrame(() => gridRef.current?.focus());
   }, []);
-  const viewRef = useRef(view);
-  viewRef.current = view;
+  const first = slotAt(segments, layout, 0);
   const onSearchKey = (e: React.KeyboardEvent<HTMLInputElement>) => {
-    if (e.key !== 'Enter' || e.ctrlKey || e.metaKey || e.altKey || view.workIds.length === 0) return;
+    if (e.key !== 'Enter' || e.ctrlKey || e.metaKey || e.altKey || first?.row == null || filterPending)
+      return;
     e.preventDefault();
     setActiveIndex(0);
     onOpen(0);
     requestAnimationFrame(() => gridRef.current?.focus());
   };
-  const firstMatch = view.workIds[0];
   const searchHint =
-    filter.search.trim() === '' || firstMatch === undefined || computing
+    filter.search.trim() === '' || first?.row == null || filterPending
       ? null
-      : view.workIds.length === 1
-        ? `Enter opens ${visibleText(firstMatch)}`
-        : `Enter opens the first of ${view.workIds.length.toLocaleString()}: ${visibleText(firstMatch)}`;
+      : layout.total === 1
+        ? `Enter opens ${visibleText(first.row.workId)}`
+        : `Enter opens the first of ${layout.total.toLocaleString()}: ${visibleText(first.row.workId)}`;
   const toggleStatus = (s: LeaseStatus) => {
     const statuses = new Set(filter.statuses);
     if (statuses.has(s)) statuses.delete(s);
@@ -282,37 +249,35 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
     setFilter({ ...filter, [field]: value }, 'replace');
     setActiveIndex(-1);
   };
-  const filtered =
-    filter.search !== '' || filter.holder !== '' || filter.workIdPrefix !== '' || filter.statuses.size > 0;
+  const filtered = isFiltered(filter);
 
   // One message per state: a backend that is merely unreachable while its rows are shown is the
   // stale note's job (with "as of"), not an error box saying the fleet cannot be shown.
   const errors = inScope.filter(
-    (f) =>
-      (f.connection.error !== null &&
-        !(f.connection.syncedAt !== null && f.connection.error.code === 'BACKEND_UNAVAILABLE')) ||
-      f.error !== null,
+    (c) =>
+      c.error !== null &&
+      c.error.code !== 'DATASET_LOST' &&
+      !(c.syncedAt !== null && c.error.code === 'BACKEND_UNAVAILABLE'),
   );
-  // A connection that never synced has no rows to be stale: its error (or "Loading") says it all.
-  // Snapshots still arriving page by page: say how far, so partial counts are not read as the fleet.
-  const loadingParts = sources.flatMap((src) => (src.data.loading === undefined ? [] : [src.data.loading]));
-  const loadingRows =
-    loadingParts.length === 0
-      ? null
-      : {
-          loaded: loadingParts.reduce((n, l) => n + l.loaded, 0),
-          total: loadingParts.reduce((n, l) => n + l.total, 0),
-        };
+  const watchErrors = segments.filter((s) => s.error !== null && s.view === null);
+  const dataLost = inScope.filter((c) => c.error?.code === 'DATASET_LOST');
   const staleInScope = inScope.filter(
-    (f) => freshness.get(f.connection.id)?.stale === true && f.connection.syncedAt !== null,
+    (c) => freshness.get(c.id)?.stale === true && c.syncedAt !== null && c.error?.code !== 'DATASET_LOST',
   );
   // Nothing to show but errors: no counts, filters or "No leases in this fleet yet" beside them.
-  const blocked =
-    inScope.length > 0 && inScope.every((f) => f.connection.error !== null && f.connection.syncedAt === null);
-  const loading = inScope.some((f) => f.isLoading);
+  const blocked = inScope.length > 0 && inScope.every((c) => c.error !== null && c.syncedAt === null);
   const selectedKey = selection === null ? null : rowKey(selection.connectionId, selection.workId);
   const selectedConn = selection === null ? undefined : connections.get(selection.connectionId);
+  const question = JSON.stringify([askedFilter, viewSort, ids]);
+  const emptyText =
+    summary.loading !== null
+      ? 'No lease read so far matches.'
+      : filtered
+        ? 'No lease matches these filters.'
+        : 'No leases in this fleet yet.';
+  const showConnection = scope === 'all' && connectionList.length > 1;
 
+  if (unknownScope) return <UnknownConnection id={scope} />;
   return (
     <div className="fleet-view">
       <div className="scope-bar">
@@ -326,67 +291,67 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
           >
             All connections
           </button>
-          {fleets.map((f) => (
+          {connectionList.map((c) => (
             <button
-              key={f.connection.id}
+              key={c.id}
               type="button"
               role="tab"
-              aria-selected={scope === f.connection.id}
+              aria-selected={scope === c.id}
               className="scope-tab"
-              onClick={() => onScope(f.connection.id)}
+              onClick={() => onScope(c.id)}
             >
-              <ConnectionDot conn={f.connection} freshness={freshness.get(f.connection.id)} />
-              {f.connection.name} <EnvBadge env={f.connection.environment} />
-              {f.connection.readOnly && <span className="ro-tag">read-only</span>}
+              <ConnectionDot conn={c} freshness={freshness.get(c.id)} />
+              {c.name} <EnvBadge env={c.environment} />
+              {c.readOnly && <span className="ro-tag">read-only</span>}
             </button>
           ))}
         </div>
       </div>
-      {errors.map((f) => (
+      {errors.map((c) => (
         <ErrorNotice
-          key={f.connection.id}
-          error={f.connection.error ?? f.error}
-          url={f.connection.url}
-          context={f.connection.error !== null ? 'connection' : 'action'}
-          title={`${f.connection.name}: the fleet cannot be shown`}
+          key={c.id}
+          error={c.error}
+          url={c.url}
+          context="connection"
+          title={`${c.name}: the fleet cannot be shown`}
         />
       ))}
-      {errors
-        .filter((f) => isLostShard(f.connection))
-        .map((f) => (
-          <LostShardPanel key={`lost-${f.connection.id}`} conn={f.connection} />
-        ))}
+      {watchErrors.map((s) => (
+        <ErrorNotice
+          key={`w-${s.connectionId}`}
+          error={s.error}
+          context="action"
+          title={`${connections.get(s.connectionId)?.name ?? s.connectionId}: the fleet cannot be shown`}
+        />
+      ))}
+      {dataLost.map((c) =>
+        // A Redis shard that came back empty: recover exactly its buckets; elsewhere, reopen.
+        isLostShard(c) ? (
+          <LostShardPanel key={`lost-${c.id}`} conn={c} />
+        ) : (
+          <DataLostNote key={c.id} conn={c} />
+        ),
+      )}
       {!blocked &&
-        staleInScope.map((f) => (
-          <StaleNote
-            key={f.connection.id}
-            conn={f.connection}
-            freshness={freshness.get(f.connection.id)}
-            localNow={tick}
-          />
+        staleInScope.map((c) => (
+          <StaleNote key={c.id} conn={c} freshness={freshness.get(c.id)} localNow={tick} />
         ))}
       {!blocked && (
         <>
-          <fieldset className="counts" aria-label="Whole fleet by status (click to filter)">
-            <span className="total">
-              {loadingRows !== null
-                ? `loading ${loadingRows.loaded.toLocaleString()} of ${loadingRows.total.toLocaleString()} leases… · so far:`
-                : filtered
-                  ? `${view.workIds.length.toLocaleString()} of ${view.total.toLocaleString()} leases shown · whole fleet:`
-                  : `${view.total.toLocaleString()} leases · whole fleet:`}
+          <fieldset
+            className="counts"
+            aria-label="Whole fleet by status (click to filter)"
+            aria-busy={summary.loading !== null || summary.pending}
+          >
+            <span className="total" data-testid="fleet-total">
+              {totalText(summary, filtered, filterPending)}
             </span>
-            {LEASE_STATUSES.map((s) => (
-              <button
-                key={s}
-                type="button"
-                className={`count-chip status-${s}`}
-                aria-pressed={filter.statuses.has(s)}
-                onClick={() => toggleStatus(s)}
-              >
-                <span className="count-label">{s}</span>{' '}
-                <span className="count-num">{view.counts[s].toLocaleString()}</span>
-              </button>
-            ))}
+            <CountChips
+              counts={summary.counts}
+              loading={summary.loading !== null}
+              selected={filter.statuses}
+              onToggle={toggleStatus}
+            />
           </fieldset>
           <div className="filters">
             <label>
@@ -424,14 +389,14 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
             <button type="button" disabled={!filtered} onClick={() => setFilter(EMPTY_FILTER)}>
               Clear filters
             </button>
-            <ColumnsMenu showConnection={scope === 'all' && fleets.length > 1} />
+            <ColumnsMenu showConnection={showConnection} />
             <FleetActions
-              view={view}
-              fleets={fleetMap}
+              segments={segments}
+              pending={filterPending}
               connections={connections}
               frozen={frozen}
               filter={filter}
-              scopeIds={inScope.map((f) => f.connection.id)}
+              sort={sort}
             />
             <span
               className="hint search-hint"
@@ -443,15 +408,20 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
             </span>
           </div>
           <div className={`fleet-split${selection !== null ? ' with-detail' : ''}`}>
-            {(loading && sources.length === 0) || (computing && view.total === 0 && sources.length > 0) ? (
+            {summary.pending && layout.total === 0 ? (
               <div className="empty">Loading the fleet…</div>
             ) : (
               <FleetTable
-                view={view}
-                fleets={fleetMap}
+                segments={segments}
+                layout={layout}
                 connections={connections}
-                showConnection={scope === 'all' && fleets.length > 1}
+                showConnection={showConnection}
+                clocks={clocks}
                 frozen={frozen}
+                pending={filterPending}
+                question={question}
+                emptyText={emptyText}
+                onRange={fw.setRange}
                 sort={sort}
                 onSort={onSort}
                 activeIndex={activeIndex}
@@ -461,69 +431,24 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
                 gridRef={gridRef}
               />
             )}
-            {selection !== null && selectedConn !== undefined && (
-              <DetailPane
-                key={selectedKey}
-                connection={selectedConn}
-                row={fleetMap.get(selection.connectionId)?.rows.get(selection.workId) ?? null}
-                rev={rev}
-                localNow={tick}
-                freshness={freshness.get(selection.connectionId)}
-                heartbeatsAsOf={fleetMap.get(selection.connectionId)?.heartbeatsAsOf ?? null}
-                at={view.instants.get(selection.connectionId)}
-                onClose={() => onSelect(null)}
-                onReturnFocus={focusRow}
-              />
-            )}
+            {selection !== null &&
+              (selectedConn === undefined ? (
+                known && <UnknownConnection id={selection.connectionId} />
+              ) : (
+                <LeaseDetail
+                  key={selectedKey}
+                  connection={selectedConn}
+                  workId={selection.workId}
+                  fromTable={tableLease(segments, selection)}
+                  localNow={tick}
+                  freshness={freshness.get(selection.connectionId)}
+                  onClose={() => onSelect(null)}
+                  onReturnFocus={focusRow}
+                />
+              ))}
           </div>
         </>
       )}
-    </div>
-  );
-}
-
-/** Where a lease is in the shown view, or -1. */
-function indexOf(view: FleetViewModel, connectionId: string | null, workId: string): number {
-  for (let i = view.workIds.indexOf(workId); i >= 0; i = view.workIds.indexOf(workId, i + 1)) {
-    if (view.connIds[i] === connectionId) return i;
-  }
-  return -1;
-}
-
-/** The connection chip's dot: amber while its rows are not current, red on an error. */
-export function ConnectionDot({
-  conn,
-  freshness,
-}: {
-  conn: ConnectionInfo;
-  freshness: Freshness | undefined;
-}) {
-  const tone = conn.state === 'error' ? 'error' : freshness?.stale === true ? 'stale' : conn.state;
-  return <span className={`dot dot-${tone}`} aria-hidden="true" />;
-}
-
-/** "as of 09:31:02 — 41 s ago": where the operator looks, for each connection whose rows are not current. */
-function StaleNote({
-  conn,
-  freshness,
-  localNow,
-}: {
-  conn: ConnectionInfo;
-  freshness: Freshness | undefined;
-  localNow: number;
-}) {
-  const asOf = freshness?.asOf ?? null;
-  return (
-    <div className="stale-note" role="status" aria-label={`${conn.name} is not current`}>
-      <strong>{conn.name}</strong>{' '}
-      {asOf === null
-        ? 'not synced yet'
-        : `as of ${formatClockSeconds(asOf)} — ${formatAgo(localNow + conn.clockOffsetMs - asOf)}`}
-      {freshness?.reason != null && <span className="muted"> · {freshness.reason}</span>}
-      <span className="muted">
-        {' '}
-        · statuses are frozen at that time; force release is off until it is current
-      </span>
     </div>
   );
 }

@@ -4,8 +4,8 @@
  * refused with. One definition, so the dialogs name and show things the same way.
  */
 import type { Ref } from 'react';
-import type { ConnectionInfo, LeaseRow, LeaseStatus } from '../../../src/console/api.ts';
-import { visible } from '../../../src/console/text.ts';
+import type { ConnectionInfo, LeaseRow, LeaseStatus } from '../../../src/console/common/index.ts';
+import { visible } from '../../../src/console/common/index.ts';
 import { ConsoleError } from '../../api/client.ts';
 import { CopyButton } from '../../app/CopyButton.tsx';
 import { Time, useTimeMode } from '../../app/Time.tsx';

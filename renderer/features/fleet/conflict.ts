@@ -6,7 +6,7 @@
  * `seen` is the token the operator saw; `fresh` the lease as read again (null: gone, or the read
  * failed, and the explanation stands without it).
  */
-import type { LeaseRow } from '../../../src/console/api.ts';
+import type { LeaseRow } from '../../../src/console/common/index.ts';
 
 /** Both dialogs' words for a lease taken by another holder since: review it before trying again. */
 function changedHands(seen: string, fresh: LeaseRow | null): string {

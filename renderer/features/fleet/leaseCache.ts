@@ -3,7 +3,7 @@
  * row the backend returned replaces the cached one, and the connection's audit is read again.
  */
 import type { QueryClient } from '@tanstack/react-query';
-import type { LeaseRow } from '../../../src/console/api.ts';
+import type { LeaseRow } from '../../../src/console/common/index.ts';
 import type { ConsoleClient } from '../../api/client.ts';
 import { keys } from '../../api/queries.ts';
 import { type FleetData, upsertRow } from './model.ts';

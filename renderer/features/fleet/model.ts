@@ -19,9 +19,8 @@
  * (statuses move with time alone). Time columns sort by the stored instant,
  * which time does not move.
  */
-import type { ConsoleEvent, LeaseRow, LeaseStatus, Thresholds } from '../../../src/console/api.ts';
-import { LEASE_STATUSES } from '../../../src/console/api.ts';
-import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
+import type { ConsoleEvent, LeaseRow, LeaseStatus, Thresholds } from '../../../src/console/common/index.ts';
+import { judgedAt, LEASE_STATUSES, leaseStatus } from '../../../src/console/common/index.ts';
 import { drain, sortIndices } from '../../lib/slices.ts';
 
 export interface FleetData {

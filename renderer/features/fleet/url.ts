@@ -4,8 +4,8 @@
  * `sort` / `dir`. Values that are not a known status or sort key are ignored,
  * so a hand-edited link shows the fleet rather than an error.
  */
-import type { LeaseStatus } from '../../../src/console/api.ts';
-import { LEASE_STATUSES } from '../../../src/console/api.ts';
+import type { LeaseStatus } from '../../../src/console/common/index.ts';
+import { LEASE_STATUSES } from '../../../src/console/common/index.ts';
 import { type FleetFilter, SORT_KEYS, type Sort, type SortKey } from './model.ts';
 
 export const DEFAULT_SORT: Sort = { key: 'workId', dir: 'asc' };

@@ -6,8 +6,8 @@
  */
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useId, useRef, useState } from 'react';
-import type { ConnectionInfo, LeaseRow } from '../../../src/console/api.ts';
-import { judgedAt, leaseStatus } from '../../../src/console/status.ts';
+import type { ConnectionInfo, LeaseRow } from '../../../src/console/common/index.ts';
+import { judgedAt, leaseStatus } from '../../../src/console/common/index.ts';
 import { ConsoleError } from '../../api/client.ts';
 import { useServices } from '../../app/context.tsx';
 import { ModalForm } from '../../app/ModalForm.tsx';

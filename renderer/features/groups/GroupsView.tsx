@@ -5,8 +5,7 @@
  * confirmed time and say so.
  */
 import { useMemo } from 'react';
-import { type GroupView, summarizeGroups } from '../../../src/console/groups.ts';
-import { visible } from '../../../src/console/text.ts';
+import { type GroupView, summarizeGroups, visible } from '../../../src/console/common/index.ts';
 import { useFreshness } from '../../app/freshness.ts';
 import { toSources, useFleets } from '../../app/hooks.ts';
 import { EnvBadge } from '../../app/ui.tsx';

@@ -3,70 +3,68 @@
  * asked only when the operator clicks the toggle; the choice is remembered
  * for this browser profile.
  */
-import { useEffect, useMemo, useRef, useState } from 'react';
-import { useFreshness } from '../../app/freshness.ts';
-import { type FleetEntry, toSources } from '../../app/hooks.ts';
-import { useNow } from '../../lib/clock.ts';
-import { runSliced } from '../../lib/slices.ts';
-import { summarizeJob } from '../fleet/model.ts';
+import { useEffect, useRef, useState } from 'react';
+import { useServices } from '../../app/context.tsx';
+import { useConnections } from '../../app/hooks.ts';
 
 const PREF = 'worklease.notifyStuck';
 const supported = typeof window !== 'undefined' && 'Notification' in window;
+/** Stuck leases looked at per connection: the first this many by work id (a notification names a few). */
+const STUCK_WINDOW = 200;
 
-export function useStuckNotifications(fleets: FleetEntry[]) {
+/**
+ * Watches each connection's stuck leases (a view filtered to status stuck, judged by the console
+ * server with its counts: a connection whose link is lost makes nothing stuck) and notifies of
+ * leases that turn stuck. Nothing is watched while notifications are off.
+ */
+export function useStuckNotifications() {
   const [enabled, setEnabled] = useState(() => supported && localStorage.getItem(PREF) === '1');
   const [denied, setDenied] = useState(() => supported && Notification.permission === 'denied');
-  const seen = useRef<Set<string> | null>(null);
-  const now = useNow();
-  // Read through a ref: fleets change with every event batch, the check runs once a second.
-  const fleetsRef = useRef(fleets);
-  fleetsRef.current = fleets;
-  // A stale connection is judged at its last confirmed time: losing the link must not make leases "stuck".
-  const freshness = useFreshness(useMemo(() => fleets.map((f) => f.connection), [fleets]));
-  const freshnessRef = useRef(freshness);
-  freshnessRef.current = freshness;
+  const { watches } = useServices();
+  const connections = useConnections().data ?? [];
+  const names = useRef(new Map<string, string>());
+  names.current = new Map(connections.map((c) => [c.id, c.name]));
+  const idsKey = connections.map((c) => c.id).join('\u0000');
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: idsKey names exactly the connections watched
   useEffect(() => {
-    if (!enabled || !supported || Notification.permission !== 'granted') {
-      seen.current = null;
-      return;
-    }
-    const fleets = fleetsRef.current;
-    const sources = toSources(fleets, freshnessRef.current);
-    // A pass over every lease of every connection: sliced, so 100 000 leases never hold the page.
-    function* job(): Generator<void, { key: string; label: string }[]> {
-      const found: { key: string; label: string }[] = [];
-      for (const src of sources) {
-        const name =
-          fleets.find((f) => f.connection.id === src.connectionId)?.connection.name ?? src.connectionId;
-        const { stuck } = yield* summarizeJob(src, now);
-        for (const workId of stuck)
-          found.push({ key: `${src.connectionId}\u0000${workId}`, label: `${name}: ${workId}` });
-      }
-      return found;
-    }
-    return runSliced(job(), (found) => {
-      const stuckNow = new Set<string>();
-      const fresh: string[] = [];
-      for (const { key, label } of found) {
-        stuckNow.add(key);
-        if (seen.current !== null && !seen.current.has(key)) fresh.push(label);
-      }
-      // The first pass only learns what is already stuck: notify about changes, not the backlog.
-      seen.current = stuckNow;
-      if (fresh.length === 1) {
-        new Notification('Lease stuck', {
-          body: `${fresh[0]} renews but makes no progress.`,
-          tag: 'worklease-stuck',
-        });
-      } else if (fresh.length > 1) {
-        new Notification(`${fresh.length} leases stuck`, {
-          body: `${fresh.slice(0, 3).join(', ')}${fresh.length > 3 ? ', …' : ''}`,
-          tag: 'worklease-stuck',
-        });
-      }
+    if (!enabled || !supported || Notification.permission !== 'granted') return;
+    /** Per connection, the stuck work ids last seen; absent until its first answer (the backlog is not news). */
+    const seen = new Map<string, Set<string>>();
+    const opened = connections.map((c) => {
+      const w = watches.open(({ view }) => {
+        if (view === null || view.loading !== null) return;
+        const now = new Set(view.rows.map((r) => r.workId));
+        const before = seen.get(c.id);
+        seen.set(c.id, now);
+        if (before === undefined) return;
+        const name = names.current.get(c.id) ?? c.id;
+        const fresh = [...now].filter((id) => !before.has(id)).map((id) => `${name}: ${id}`);
+        if (fresh.length === 1) {
+          new Notification('Lease stuck', {
+            body: `${fresh[0]} renews but makes no progress.`,
+            tag: 'worklease-stuck',
+          });
+        } else if (fresh.length > 1) {
+          new Notification(`${fresh.length} leases stuck`, {
+            body: `${fresh.slice(0, 3).join(', ')}${fresh.length > 3 ? ', …' : ''}`,
+            tag: 'worklease-stuck',
+          });
+        }
+      });
+      w.set({
+        connectionId: c.id,
+        filter: { statuses: ['stuck'] },
+        sort: { column: 'workId', dir: 'asc' },
+        offset: 0,
+        limit: STUCK_WINDOW,
+      });
+      return w;
     });
-  }, [enabled, now]);
+    return () => {
+      for (const w of opened) w.close();
+    };
+  }, [enabled, idsKey, watches]);
 
   const toggle = async () => {
     if (!supported) return;

@@ -7,7 +7,7 @@
  */
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { useId, useRef, useState } from 'react';
-import type { ConnectionInfo, DatasetLossWire } from '../../../src/console/api.ts';
+import type { ConnectionInfo, DatasetLossWire } from '../../../src/console/common/index.ts';
 import { keys } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { usePermissions } from '../../app/hooks.ts';

@@ -3,8 +3,8 @@
  * clock), and, once it is older than the escalation deadline (Settings), the offer to escalate to
  * a force-release. Before the deadline it says when the offer comes.
  */
-import type { ReleaseRequestWire } from '../../../src/console/api.ts';
-import { visible } from '../../../src/console/text.ts';
+import type { ReleaseRequestWire } from '../../../src/console/common/index.ts';
+import { visible } from '../../../src/console/common/index.ts';
 import { formatAgo, formatDuration, formatTime } from '../../lib/format.ts';
 import { escalation, useEscalateAfterMs } from './deadline.ts';
 

@@ -6,8 +6,8 @@
  * while stale, as everywhere on the page.
  */
 import { useSyncExternalStore } from 'react';
-import type { ReleaseRequestWire } from '../../../src/console/api.ts';
-import { visible } from '../../../src/console/text.ts';
+import type { ReleaseRequestWire } from '../../../src/console/common/index.ts';
+import { visible } from '../../../src/console/common/index.ts';
 import { formatAgo, formatDuration } from '../../lib/format.ts';
 
 /**

@@ -8,7 +8,7 @@
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useId, useState } from 'react';
-import type { ConnectionInfo } from '../../../src/console/api.ts';
+import type { ConnectionInfo } from '../../../src/console/common/index.ts';
 import { keys } from '../../api/queries.ts';
 import { useServices } from '../../app/context.tsx';
 import { useConnections, useInfo, usePermissions } from '../../app/hooks.ts';

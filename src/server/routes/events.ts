@@ -11,10 +11,13 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocket, WebSocketServer } from 'ws';
+import { type RawData, WebSocket, WebSocketServer } from 'ws';
 import type { Caller } from '../../console/access.ts';
 import { CLOSE_RESYNC, CLOSE_UNAUTHENTICATED, type ConsoleEvent } from '../../console/api.ts';
+import { ClientMessageSchema, WatchIdSchema } from '../../console/common/view.ts';
 import type { ConsoleService } from '../../console/service.ts';
+import type { ViewWatcher } from '../../console/views.ts';
+import { errorToData, InvalidArgumentError } from '../../lease/errors.ts';
 import type { Identified } from '../guards/identify.ts';
 import { WS_PROTOCOL } from '../guards/identify.ts';
 import type { Limits } from '../guards/limits.ts';
@@ -45,8 +48,55 @@ export interface EventStreams {
   close(): void;
 }
 
+function onClientMessage(
+  data: RawData,
+  isBinary: boolean,
+  watcher: ViewWatcher | undefined,
+  reply: (event: ConsoleEvent) => void,
+): void {
+  const refuse = (watchId: string | null, message: string): void =>
+    reply({ type: 'view.error', watchId, error: errorToData(new InvalidArgumentError(message)) });
+  if (isBinary) {
+    refuse(null, 'binary messages are not understood');
+    return;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(data.toString());
+  } catch {
+    refuse(null, 'a message must be JSON');
+    return;
+  }
+  const parsed = ClientMessageSchema.safeParse(json);
+  const given = (json as { watchId?: unknown } | null)?.watchId;
+  const watchId = WatchIdSchema.safeParse(given).success ? (given as string) : null;
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    refuse(
+      watchId,
+      `invalid message: ${issue === undefined ? 'invalid' : `${issue.path.map(String).join('.') || 'message'}: ${issue.message}`}`,
+    );
+    return;
+  }
+  if (watcher === undefined) {
+    refuse(watchId, 'this console has no view subscriptions');
+    return;
+  }
+  const msg = parsed.data;
+  if (msg.type === 'view.unwatch') {
+    watcher.unwatch(msg.watchId);
+    return;
+  }
+  try {
+    watcher.watch(msg.watchId, msg.query);
+  } catch (err) {
+    reply({ type: 'view.error', watchId: msg.watchId, error: errorToData(err) });
+  }
+}
+
 export function createEventStreams(options: {
-  service: Pick<ConsoleService, 'subscribe' | 'connections' | 'canView'>;
+  service: Pick<ConsoleService, 'subscribe' | 'connections' | 'canView'> &
+    Partial<Pick<ConsoleService, 'watcher'>>;
   sessions: SessionStore;
   limits: Limits;
   log: SecurityLog;
@@ -85,12 +135,16 @@ export function createEventStreams(options: {
 
   const fanOut = (event: ConsoleEvent): void => {
     if (clients.size === 0) return;
+    // A subscription's windows go to the socket that asked (see onViewMessage), never to all.
+    if (event.type === 'view' || event.type === 'view.error') return;
     const connectionId =
       event.type === 'connection'
         ? event.connection.id
         : event.type === 'connections'
           ? null
-          : event.connectionId;
+          : event.type === 'job'
+            ? event.job.connectionId
+            : event.connectionId;
     let shared: Buffer | null = null;
     for (const [ws, { caller }] of clients) {
       if (connectionId !== null && !service.canView(caller, connectionId)) continue;
@@ -118,9 +172,12 @@ export function createEventStreams(options: {
     ws.on('pong', () => {
       alive = true;
     });
-    // Client messages carry nothing the server acts on; reading them only
-    // keeps the socket flowing.
-    ws.on('message', () => {});
+    // The page's view subscriptions (src/console/common/view.ts ClientMessageSchema): each
+    // message validated; an invalid one is answered with a view.error and acted on in no way.
+    const watcher = service.watcher?.(client.caller, (e) => send(ws, Buffer.from(JSON.stringify(e))));
+    ws.on('message', (data, isBinary) =>
+      onClientMessage(data, isBinary, watcher, (e) => send(ws, Buffer.from(JSON.stringify(e)))),
+    );
     const ping = setInterval(() => {
       if (!alive) {
         ws.terminate();
@@ -144,6 +201,7 @@ export function createEventStreams(options: {
     ping.unref();
     ws.on('close', () => {
       clearInterval(ping);
+      watcher?.close();
       if (clients.delete(ws)) {
         limits.closeStream(client.identity, client.address);
         if (client.session !== null) sessions.streamClosed(client.session);
