@@ -182,7 +182,7 @@ export type RatePoint = z.infer<typeof RatePointSchema>;
 export const AuditEntryWireSchema = z.strictObject({
   id: z.string(),
   at: ms,
-  action: z.enum(['force-release', 'request-release']),
+  action: z.enum(['force-release', 'request-release', 'hold', 'unhold']),
   workId: id,
   operator: z.string(),
   reason: z.string(),
