@@ -9,6 +9,7 @@ import { URL_OPTIONS } from '../backends/url.ts';
 import { packageVersion } from '../version.ts';
 import { auditCommand, parseTimeBound } from './commands/audit.ts';
 import { groupsCommand } from './commands/groups.ts';
+import { addHistoryCommands } from './commands/history.ts';
 import { lsCommand } from './commands/ls.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { parseDuration, pruneCommand } from './commands/prune.ts';
@@ -226,6 +227,8 @@ export function buildProgram(): Command {
     .action((first: string, second: string | undefined, opts, cmd: Command) =>
       requestReleaseCommand(first, second, opts, globalsOf(cmd)),
     );
+
+  addHistoryCommands(program, globalsOf);
 
   program
     .command('audit')
