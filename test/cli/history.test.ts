@@ -144,4 +144,31 @@ describe('worklease history / hold / unhold', () => {
     expect(none.code).toBe(0);
     expect(none.stdout).toMatch(/^no history for job\/never on /);
   });
+
+  it('prune --force keeps held items out and applies --history-keep', async () => {
+    await backend.release(second);
+    await backend.release(await backend.acquire('job/held', 'w-9', 600_000));
+    await backend.admin.hold('job/held', { operator: 'alice', reason: 'keep' });
+    await new Promise((r) => setTimeout(r, 20));
+    const dry = JSON.parse(
+      (await run(['prune', PG_URL, '--older-than', '1ms', '--json', '--schema', ns])).stdout,
+    );
+    expect(dry.candidates.map((c: { workId: string }) => c.workId)).toEqual(['job/poison']);
+    const pruned = await run([
+      'prune',
+      PG_URL,
+      '--older-than',
+      '1ms',
+      '--force',
+      '--history-keep',
+      '2',
+      '--schema',
+      ns,
+    ]);
+    expect(pruned.code).toBe(0);
+    expect(await backend.admin.get('job/poison')).toBeNull();
+    expect((await backend.admin.get('job/held'))?.hold).toMatchObject({ reason: 'keep' });
+    expect((await backend.admin.history('job/poison')).map((e) => e.kind)).toEqual(['released', 'unheld']);
+    expect((await backend.admin.history('job/held')).map((e) => e.kind)).toEqual(['held', 'released']);
+  });
 });
