@@ -13,6 +13,7 @@ import {
   OnHoldError,
   openBackend,
   WorkleaseError,
+  withLease,
 } from '../../src/index.ts';
 import { type BackendTarget, isolated, openIsolated, uniqueNamespace } from '../support/backends.ts';
 import { dropNamespace } from '../support/faults.ts';
@@ -117,6 +118,42 @@ export function defineHistory(target: BackendTarget): void {
       expect(before.map((e) => e.kind)).toEqual(['acquired']);
     });
 
+    it('racing acquires write one entry per change: 12 on a fresh item, 12 on an expired lease, 12 on a held item', async () => {
+      const id = 'h/race';
+      const race = async (ttlMs: number): Promise<string[]> => {
+        const results = await Promise.all(
+          Array.from({ length: 12 }, (_, i) => codeOf(() => b.acquire(id, `r${i}`, ttlMs))),
+        );
+        return results;
+      };
+      const fresh = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => codeOf(() => b.acquire(`${id}-fresh`, `r${i}`, LIVE))),
+      );
+      expect(fresh.filter((c) => c === 'OK')).toHaveLength(1);
+      expect(fresh.filter((c) => c !== 'OK').every((c) => c === 'LEASE_HELD')).toBe(true);
+      expect((await b.admin.history(`${id}-fresh`)).map((e) => e.kind)).toEqual(['acquired']);
+      await b.acquire(id, 'r-first', SHORT);
+      const lease = await b.admin.get(id);
+      await waitPast(b, lease!.expiresAt);
+      const second = await race(LIVE);
+      expect(second.filter((c) => c === 'OK')).toHaveLength(1);
+      const now = await b.admin.get(id);
+      expect((await b.admin.history(id)).map(brief)).toEqual([
+        `acquired ${now!.holderId}#${now!.fencingToken}`,
+        `expired ${lease!.holderId}#${lease!.fencingToken}`,
+        `acquired ${lease!.holderId}#${lease!.fencingToken}`,
+      ]);
+      // And on hold, every racer is refused and nothing is written.
+      await b.admin.hold(id, OP);
+      expect(new Set(await race(LIVE))).toEqual(new Set(['ON_HOLD']));
+      expect((await b.admin.history(id)).map((e) => e.kind)).toEqual([
+        'held',
+        'acquired',
+        'expired',
+        'acquired',
+      ]);
+    });
+
     it('pages with limit and before, and an unknown work item has an empty history', async () => {
       const id = 'h/pages';
       for (let i = 0; i < 4; i++) await b.release(await b.acquire(id, `w${i}`, LIVE));
@@ -173,6 +210,12 @@ export function defineHistory(target: BackendTarget): void {
       const started = Date.now();
       expect(await codeOf(() => claim(b, id, 'w3', { ttlMs: LIVE, waitMs: 60_000 }))).toBe('ON_HOLD');
       expect(Date.now() - started).toBeLessThan(30_000);
+      let ran = false;
+      const viaWithLease = withLease(b, id, 'w3', { ttlMs: LIVE, waitMs: 60_000 }, async () => {
+        ran = true;
+      });
+      expect(await codeOf(() => viaWithLease)).toBe('ON_HOLD');
+      expect(ran).toBe(false);
 
       // Holding again writes nothing and keeps the first hold.
       const historyBefore = await b.admin.history(id);
