@@ -10,16 +10,28 @@
 import type { LeaseFragments } from './fragments.ts';
 import { NOW } from './fragments.ts';
 
-export function releaseStatement(f: LeaseFragments): { name: string; text: string; hot: true } {
+/** `history` false: without the history row, for `npm run bench:history` only (see acquire.ts). */
+export function releaseStatement(
+  f: LeaseFragments,
+  history = true,
+): { name: string; text: string; hot: true } {
   const { s, L, accepts, ends, notifyEnded } = f;
+  const update = `UPDATE ${L} l SET
+  ${ends(NOW, 'released', 'releases')}
+WHERE l.work_id = $1 AND ${accepts}`;
+  if (!history) {
+    return {
+      name: 'wl_release_no_history',
+      hot: true,
+      text: `\n${update}\nRETURNING l.expires_at, ${notifyEnded('l')}`,
+    };
+  }
   return {
     name: 'wl_release',
     hot: true,
     text: `
 WITH r AS (
-UPDATE ${L} l SET
-  ${ends(NOW, 'released', 'releases')}
-WHERE l.work_id = $1 AND ${accepts}
+${update}
 RETURNING l.work_id, l.holder_id, l.token, l.released_at, l.state_size, l.expires_at, ${notifyEnded('l')}
 ),
 h AS (
