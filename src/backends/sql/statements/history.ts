@@ -20,8 +20,10 @@ export interface HistoryStatements {
  * the history row, all from the same locked version (like requestRelease). $1 work_id, $2 operator,
  * $3 reason. Read as a text row by position: changed, then INFO_COLUMNS of the lease before the
  * call (cur), then INFO_COLUMNS after it (all NULL when nothing was written). No row: no lease.
- * The write bumps version and change_xid, so the change feed carries the row again (with the kind
- * of its last ownership change) and the console sees the hold; last_op is left as it was.
+ * The write bumps the version but not change_xid nor last_op: a hold is not an ownership change, so
+ * it adds no change-feed entry (a reader of the feed would otherwise see the last handoff again,
+ * with a new version: `watch` printed a second `released` line for it). Like a renew's, the new
+ * version reaches readers with the row: get, list, and any later feed entry of the item.
  */
 function holdStatement(f: LeaseFragments, on: boolean): { text: string } {
   const { s, L, info } = f;
@@ -36,7 +38,7 @@ cur AS (
   SELECT ${info()}, held_at AS raw_held_at FROM ${L} WHERE work_id = $1 AND last_op <> 'pruned' FOR UPDATE
 ),
 upd AS (
-  UPDATE ${L} l SET ${set}, version = l.version + 1, change_xid = pg_current_xact_id()
+  UPDATE ${L} l SET ${set}, version = l.version + 1
   FROM n, cur
   WHERE l.work_id = cur.work_id AND ${when}
   RETURNING ${info('l')}
