@@ -58,6 +58,14 @@ export function intArg(file: string, name: string, value: unknown, min = 1): num
   return n;
 }
 
+/** A number above `min` (fractions allowed), or exit 2 naming the option and what it got. */
+export function numberArg(file: string, name: string, value: unknown, min = 0): number {
+  const n = Number(value);
+  if (typeof value !== 'string' || value.trim() === '' || !Number.isFinite(n) || n <= min)
+    fail(file, `--${name} must be a number above ${min}, got ${String(value)}`);
+  return n;
+}
+
 /**
  * `value` split at commas, each one of `allowed` (at least one), or exit 2 naming the option, what
  * it got and what it takes.

@@ -95,6 +95,7 @@ async function redisSide(url: string, ns: string): Promise<Side> {
         workId,
         'bench',
         String(TTL_MS),
+        '', // no deadline (scripts.ts, acquire)
         datasets[b]!,
       );
     },

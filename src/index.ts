@@ -4,6 +4,6 @@
  * when a URL of its kind is opened.
  */
 
-export { DRIVER_PACKAGES, openBackend } from './backends/open.ts';
+export { DRIVER_PACKAGES, openBackend, recoverBackend } from './backends/open.ts';
 export { parseBackendUrl, redactUrl } from './backends/url.ts';
 export * from './lease/index.ts';

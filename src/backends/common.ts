@@ -20,6 +20,7 @@ import type {
   CheckpointRead,
   CheckpointResult,
   CountOptions,
+  DatasetLoss,
   DurabilityOptions,
   ForceReleaseOptions,
   HistoryEntry,
@@ -271,6 +272,8 @@ export interface LeaseDriver {
   watchEnded?(onEnded: (workId: string | null) => void): () => void;
   /** See {@link LeaseAdmin.notifyEnd}; optional. */
   notifyEnd?(workId: string, forMs: number): Promise<boolean>;
+  /** See {@link LeaseAdmin.datasetLoss}; optional (Redis). Work ids arrive validated. */
+  datasetLoss?(workIds: readonly string[]): Promise<DatasetLoss>;
   close(): Promise<void>;
 }
 
@@ -303,7 +306,14 @@ const INSTRUMENTED = [
 // to LeaseDriver and forgotten here fails to compile instead of vanishing from the wrapped driver.
 type NotWrapped = Exclude<
   keyof LeaseDriver,
-  (typeof INSTRUMENTED)[number] | 'kind' | 'url' | 'close' | 'watchChanges' | 'watchEnded' | 'notifyEnd'
+  | (typeof INSTRUMENTED)[number]
+  | 'kind'
+  | 'url'
+  | 'close'
+  | 'watchChanges'
+  | 'watchEnded'
+  | 'notifyEnd'
+  | 'datasetLoss'
 >;
 const everyCallWrapped: [NotWrapped] extends [never] ? true : NotWrapped = true;
 void everyCallWrapped;
@@ -319,6 +329,7 @@ function instrument(driver: LeaseDriver, telemetry: Telemetry): LeaseDriver {
   if (driver.watchChanges !== undefined) wrapped.watchChanges = driver.watchChanges.bind(driver);
   if (driver.watchEnded !== undefined) wrapped.watchEnded = driver.watchEnded.bind(driver);
   if (driver.notifyEnd !== undefined) wrapped.notifyEnd = driver.notifyEnd.bind(driver);
+  if (driver.datasetLoss !== undefined) wrapped.datasetLoss = driver.datasetLoss.bind(driver);
   for (const name of INSTRUMENTED) {
     const method = driver[name] as (...args: unknown[]) => Promise<unknown>;
     wrapped[name] = (...args: unknown[]) => {
@@ -478,6 +489,17 @@ export function createBackend(
       const ms = checkTtl(forMs, 'forMs');
       open();
       return notify(workId, ms);
+    };
+  }
+  if (driver.datasetLoss !== undefined) {
+    const inspect = driver.datasetLoss.bind(driver);
+    admin.datasetLoss = async (workIds = []) => {
+      if (!Array.isArray(workIds) || workIds.length > 10_000) {
+        throw new InvalidArgumentError('workIds must be an array of at most 10 000 work ids');
+      }
+      for (const w of workIds) checkId('workIds[]', w);
+      open();
+      return inspect(workIds);
     };
   }
   const backend: LeaseBackend = {

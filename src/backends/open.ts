@@ -7,9 +7,16 @@
  *
  * The console and the CLI import this module, never the package barrel.
  */
-import { DriverMissingError } from '../lease/errors.ts';
+import { DriverMissingError, InvalidArgumentError } from '../lease/errors.ts';
 import { telemetryReady } from '../lease/telemetry.ts';
-import type { BackendKind, LeaseBackend, OpenOptions } from '../lease/types.ts';
+import type {
+  BackendKind,
+  LeaseBackend,
+  OpenOptions,
+  RecoverOptions,
+  RecoveryResult,
+} from '../lease/types.ts';
+import { checkOperator, checkOptions, checkText } from '../lease/validate.ts';
 import { resolveTarget } from './common.ts';
 import { parseBackendUrl } from './url.ts';
 
@@ -80,4 +87,42 @@ export async function openBackend(url: string, options: OpenOptions = {}): Promi
       return openRedis(url, options);
     }
   }
+}
+
+/**
+ * Brings a Redis key prefix back after a lost shard: re-initialises exactly the buckets whose data
+ * went with a Cluster master that came back empty (and the prefix's meta key if it went too), each
+ * with an audit entry (action `recover`) by `operator` with `reason`. Tokens stay increasing: the
+ * first token of a recovered bucket is floored by its master's clock (docs/durability.md). With
+ * `dryRun` it only reports what is lost. Returns what it found and did. Checks its options before
+ * any I/O; a PostgreSQL or PGlite URL is `INVALID_ARGUMENT` (nothing there is lost piecewise).
+ */
+export async function recoverBackend(
+  url: string,
+  recoverOptions: RecoverOptions,
+  options: OpenOptions = {},
+): Promise<RecoveryResult> {
+  const o = checkOptions<RecoverOptions>('recoverOptions', recoverOptions, ['operator', 'reason', 'dryRun']);
+  const checked: RecoverOptions = {
+    operator: checkOperator('recoverOptions.operator', o.operator),
+    reason: checkText('recoverOptions.reason', o.reason, 2000),
+    dryRun: checkBool('recoverOptions.dryRun', o.dryRun),
+  };
+  const { kind } = parseBackendUrl(url);
+  resolveTarget(url, options, [kind], kind);
+  if (kind !== 'redis' && kind !== 'redis-cluster') {
+    throw new InvalidArgumentError(
+      `recover is for Redis key prefixes, whose buckets can be lost one master at a time; a ${kind} database is restored from its backups (docs/durability.md)`,
+    );
+  }
+  await telemetryReady;
+  // biome-ignore lint/style/noRestrictedImports: the one place a backend is loaded, lazily, by URL kind.
+  const { recoverRedis } = await loadDriver(kind, () => import('./redis/index.ts'));
+  return recoverRedis(url, checked, options);
+}
+
+function checkBool(name: string, value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new InvalidArgumentError(`${name} must be a boolean`);
+  return value;
 }

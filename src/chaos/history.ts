@@ -74,7 +74,8 @@ export type FaultKind =
   | 'force-release'
   | 'request-release'
   | 'restart'
-  | 'failover';
+  | 'failover'
+  | 'shard-restart';
 export const FAULT_KINDS: readonly FaultKind[] = [
   'kill',
   'pause',
@@ -83,9 +84,19 @@ export const FAULT_KINDS: readonly FaultKind[] = [
   'request-release',
   'restart',
   'failover',
+  'shard-restart',
 ];
+/**
+ * `shard-restart`: one master of a private Redis Cluster restarted empty, then `worklease recover`
+ * (cluster.ts, shardRestartFault); only as a scheduled fault, never drawn at random.
+ */
+export const SCHEDULED_ONLY_FAULTS: ReadonlySet<FaultKind> = new Set<FaultKind>(['shard-restart']);
 /** Faults after which acknowledged checkpoints may legitimately be gone (docs/durability.md). */
-export const DATA_LOSS_FAULTS: ReadonlySet<FaultKind> = new Set<FaultKind>(['restart', 'failover']);
+export const DATA_LOSS_FAULTS: ReadonlySet<FaultKind> = new Set<FaultKind>([
+  'restart',
+  'failover',
+  'shard-restart',
+]);
 
 export interface FaultEvent {
   type: 'fault';

@@ -38,6 +38,7 @@ import {
   type FinalState,
   type HistoryEvent,
   now,
+  SCHEDULED_ONLY_FAULTS,
 } from './history.ts';
 import { brokenBackend, outcomeOf, recordingBackend } from './recording.ts';
 import { type ReplicatedRedis, startReplicatedRedis } from './servers.ts';
@@ -103,8 +104,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 export function applicableFaults(kind: BackendKind, privateRedis = false): FaultKind[] {
   if (kind === 'pglite') return ['freeze', 'force-release', 'request-release'];
   if (kind === 'postgres') return ['kill', 'freeze', 'force-release', 'request-release'];
-  if (kind === 'redis' && privateRedis) return [...FAULT_KINDS];
-  return FAULT_KINDS.filter((f) => !DATA_LOSS_FAULTS.has(f));
+  const drawn = FAULT_KINDS.filter((f) => !SCHEDULED_ONLY_FAULTS.has(f));
+  if (kind === 'redis' && privateRedis) return drawn;
+  return drawn.filter((f) => !DATA_LOSS_FAULTS.has(f));
 }
 
 interface Holders {

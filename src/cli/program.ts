@@ -13,6 +13,7 @@ import { addHistoryCommands } from './commands/history.ts';
 import { lsCommand } from './commands/ls.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { parseDuration, pruneCommand } from './commands/prune.ts';
+import { recoverCommand } from './commands/recover.ts';
 import { releaseCommand } from './commands/release.ts';
 import { requestReleaseCommand } from './commands/request-release.ts';
 import { demoCommand, serveCommand } from './commands/serve.ts';
@@ -186,6 +187,27 @@ export function buildProgram(): Command {
     .action((first: string, second: string | undefined, opts, cmd: Command) =>
       releaseCommand(first, second, opts, globalsOf(cmd)),
     );
+
+  program
+    .command('recover')
+    .description(
+      'Redis: bring back the buckets a Cluster master lost when it came back empty (their items fail DATASET_LOST until then); audited',
+    )
+    .usage('[options] [url] --force --reason <text>  |  [url] --dry-run')
+    .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
+    .option('--dry-run', 'change nothing: print which buckets (and whether the meta key) are lost')
+    .option('--force', 'required without --dry-run: the lost items start over without leases or checkpoints')
+    .option('--reason <text>', 'why (recorded in the audit log of each recovered bucket)')
+    .option('--operator <name>', 'who (recorded in the audit log; default the OS user)')
+    .option('--json', 'print what was lost and recovered as JSON')
+    .addHelpText(
+      'after',
+      examples([
+        'worklease recover redis+cluster://10.0.0.1:7000,10.0.0.2:7000 --key-prefix jobs --dry-run',
+        'worklease recover redis+cluster://10.0.0.1:7000,10.0.0.2:7000 --key-prefix jobs --force --reason "node 2 came back empty, INC-2231"',
+      ]),
+    )
+    .action((url: string | undefined, opts, cmd: Command) => recoverCommand(url, opts, globalsOf(cmd)));
 
   program
     .command('groups')

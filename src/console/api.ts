@@ -46,6 +46,8 @@ export function schemaNewerThanThis(details: Record<string, unknown> | undefined
 const id = z.string().min(1).max(512);
 const token = z.string().regex(/^[1-9][0-9]{0,18}$/, 'a fencing token (decimal string)');
 const ms = z.number().int().nonnegative();
+/** An audit entry's token: a fencing token, or '0' on an entry that names none (a recovery). */
+const auditToken = z.string().regex(/^(0|[1-9][0-9]{0,18})$/, 'a fencing token (decimal string) or 0');
 
 /** Derived status of one lease (see src/console/status.ts for the rules). */
 export const LeaseStatusSchema = z.enum([
@@ -182,13 +184,14 @@ export type RatePoint = z.infer<typeof RatePointSchema>;
 export const AuditEntryWireSchema = z.strictObject({
   id: z.string(),
   at: ms,
-  action: z.enum(['force-release', 'request-release', 'hold', 'unhold']),
-  workId: id,
+  /** `recover`: a lost bucket re-initialised (Redis); it names no work item and no token ('' and '0'). */
+  action: z.enum(['force-release', 'request-release', 'recover', 'hold', 'unhold']),
+  workId: z.string().max(512),
   operator: z.string(),
   reason: z.string(),
   oldHolderId: z.string(),
-  oldToken: token,
-  newToken: token,
+  oldToken: auditToken,
+  newToken: auditToken,
   /** Shared by the entries of one bulk force-release (`lease.forceReleaseMany`); null otherwise. */
   batchId: z.string().nullable(),
 });
@@ -348,6 +351,8 @@ export const SessionSchema = z.strictObject({
       edit: PermissionSchema,
       /** Turning read-only off (it can always be turned on by whoever may edit). */
       makeWritable: PermissionSchema,
+      /** Re-initialising the lost buckets of a Redis key prefix (`connection.recover`): admin role, not read-only. */
+      recover: PermissionSchema,
     }),
   ),
 });
@@ -380,6 +385,40 @@ const LeaseActionParams = z.strictObject({
   reason: z.string().trim().min(1).max(2000),
   operator: z.string().trim().min(1).max(200).optional(),
 });
+
+/** Most affected work ids `connection.datasetLoss` lists (`affectedTotal` counts them all). */
+export const MAX_AFFECTED = 1000;
+
+const bucketList = z.array(z.number().int().min(0).max(16383)).max(16384);
+
+/** What a Redis key prefix lost (LeaseAdmin.datasetLoss), as the server read it at the call. */
+export const DatasetLossWireSchema = z.strictObject({
+  keyPrefix: z.string(),
+  dataset: z.string().nullable(),
+  buckets: z.number().int().min(1).max(16384),
+  /** Buckets whose data is gone: their work items fail DATASET_LOST until recovered. */
+  lost: bucketList,
+  /** Buckets of another dataset: never recovered. */
+  foreign: bucketList,
+  metaLost: z.boolean(),
+  /** Work items the console showed that live in a lost bucket (at most MAX_AFFECTED). */
+  affected: z.array(id).max(MAX_AFFECTED),
+  affectedTotal: ms,
+});
+export type DatasetLossWire = z.infer<typeof DatasetLossWireSchema>;
+
+export const RecoveryWireSchema = z.strictObject({
+  keyPrefix: z.string(),
+  dataset: z.string().nullable(),
+  buckets: z.number().int().min(1).max(16384),
+  lost: bucketList,
+  foreign: bucketList,
+  metaLost: z.boolean(),
+  recovered: bucketList,
+  metaRecreated: z.boolean(),
+  dryRun: z.boolean(),
+});
+export type RecoveryWire = z.infer<typeof RecoveryWireSchema>;
 
 /**
  * Every request the console answers: name → params schema and result schema.
@@ -611,6 +650,31 @@ export const methods = {
     }),
     result: z.array(AuditEntryWireSchema),
   },
+  /**
+   * Redis only: which buckets of the connection's key prefix lost their data (a Cluster master that
+   * came back empty), read from the server now, and which of the work items the console shows live
+   * in them. Works also when the connection could not open (its meta key lost). Viewer role;
+   * INVALID_ARGUMENT on PostgreSQL and PGlite.
+   */
+  'connection.datasetLoss': {
+    params: z.strictObject({ connectionId }),
+    result: DatasetLossWireSchema,
+  },
+  /**
+   * Redis only: re-initialises exactly the lost buckets (and the meta key if it went too), each
+   * with an audit entry (action `recover`) naming the caller; `worklease recover` does the same.
+   * `confirmKeyPrefix` must be the key prefix the operator typed. Admin role; FORBIDDEN on
+   * read-only connections and consoles.
+   */
+  'connection.recover': {
+    params: z.strictObject({
+      connectionId,
+      reason: z.string().trim().min(1).max(2000),
+      operator: z.string().trim().min(1).max(200).optional(),
+      confirmKeyPrefix: z.string().min(1).max(512),
+    }),
+    result: RecoveryWireSchema,
+  },
   /** Facts about the server side of the console (for the About box and the read-only banner). */
   'console.info': {
     params: z.strictObject({}),
@@ -654,12 +718,14 @@ export const METHOD_NAMES = Object.keys(methods) as MethodName[];
  * The methods that change a lease, by the action a refusal names. A read-only web server refuses
  * them before the service is asked (which refuses them on read-only connections as well).
  */
-export const LEASE_WRITE_ACTIONS: Readonly<Partial<Record<MethodName, 'force-release' | 'request-release'>>> =
-  {
-    'lease.forceRelease': 'force-release',
-    'lease.forceReleaseMany': 'force-release',
-    'lease.requestRelease': 'request-release',
-  };
+export const LEASE_WRITE_ACTIONS: Readonly<
+  Partial<Record<MethodName, 'force-release' | 'request-release' | 'recover'>>
+> = {
+  'lease.forceRelease': 'force-release',
+  'lease.forceReleaseMany': 'force-release',
+  'lease.requestRelease': 'request-release',
+  'connection.recover': 'recover',
+};
 
 export function isMethodName(name: unknown): name is MethodName {
   return typeof name === 'string' && Object.hasOwn(methods, name);

@@ -67,6 +67,7 @@ import { auditMatches, auditRecord, fleetRecord, textMatches } from './export.ts
 import { connectionIdFor } from './links.ts';
 import { FleetModel, type FleetModelOptions, type ModelEvent } from './model.ts';
 import type { ProfileStore, ThresholdOverrides } from './profiles.ts';
+import { datasetLossOf, type LossTarget, recoverTarget } from './recovery.ts';
 import { toAuditWire, toLeaseRow } from './rows.ts';
 import { countFleet } from './stats.ts';
 import { judgedAt, leaseStatus } from './status.ts';
@@ -367,6 +368,21 @@ class Connection {
     if (this.admin !== null) return this.admin;
     this.requireBackend();
     throw new BackendUnavailableError(`connection '${this.input.name}' is not connected yet`);
+  }
+
+  /** This connection as the lost-shard view sees it (recovery.ts). */
+  lossTarget(): LossTarget {
+    return {
+      name: this.input.name,
+      kind: this.kind,
+      url: this.input.url,
+      admin: this.admin,
+      workIds: () => {
+        const ids: string[] = [];
+        for (const row of this.model?.rows() ?? []) ids.push(row.workId);
+        return ids;
+      },
+    };
   }
 
   /** The backend, or the reason there is none (the connection's own error). */
@@ -795,6 +811,31 @@ class Service implements ConsoleService {
       const entries = await conn.requireAdmin().audit(workId === undefined ? { limit } : { workId, limit });
       return entries.map(toAuditWire);
     },
+    'connection.datasetLoss': async ({ connectionId }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
+      return datasetLossOf(conn.lossTarget(), this.backendOptions, caller.user);
+    },
+    'connection.recover': async ({ connectionId, reason, operator, confirmKeyPrefix }, caller) => {
+      const conn = this.visibleConnection(connectionId, caller);
+      const allowed = this.recoverPermission(caller, conn);
+      if (!allowed.allowed) throw new ForbiddenError(allowed.reason, { details: { connectionId } });
+      if (caller.via !== 'desktop' && operator !== undefined && operator !== caller.user) {
+        throw new ForbiddenError(
+          `the audit log records the signed-in user ('${caller.user}'); another operator name is refused`,
+          { details: { connectionId } },
+        );
+      }
+      const who = caller.via === 'desktop' ? (operator ?? caller.user) : caller.user;
+      const result = await recoverTarget(
+        conn.lossTarget(),
+        this.backendOptions,
+        who,
+        reason,
+        confirmKeyPrefix,
+      );
+      conn.model?.wake();
+      return result;
+    },
     'console.info': async (_p, caller) => ({
       version: this.version,
       readOnly: this.readOnly,
@@ -822,6 +863,7 @@ class Service implements ConsoleService {
             requestRelease: this.operatorPermission(caller, c, 'request-release'),
             edit,
             makeWritable: edit.allowed ? this.makeWritablePermission() : edit,
+            recover: this.recoverPermission(caller, c),
           },
         ];
       }),
@@ -879,6 +921,14 @@ class Service implements ConsoleService {
       return denied(`connection '${conn.input.name}' is read-only: ${action} is refused`);
     }
     return this.rolePermission(caller, conn.input.name, 'operator', action);
+  }
+
+  /** Recovering the lost buckets of `conn`'s key prefix: writes, so never read-only; admin role. */
+  private recoverPermission(caller: Caller, conn: Connection): Permission {
+    if (this.readOnly) return denied('the console was started read-only: recover is refused');
+    if (conn.input.readOnly)
+      return denied(`connection '${conn.input.name}' is read-only: recover is refused`);
+    return this.rolePermission(caller, conn.input.name, 'admin', 'recover');
   }
 
   /** Editing `conn` (null: adding a connection). */

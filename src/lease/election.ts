@@ -22,6 +22,7 @@ import { claim, type LeaseHolder, type LossReason } from './holder.ts';
 import { telemetryOf } from './telemetry.ts';
 import type { LeaseBackend } from './types.ts';
 import { checkId, checkOptions, checkTtl } from './validate.ts';
+import { onAbort } from './wait.ts';
 
 /** One term of leadership. */
 export interface Term {
@@ -131,8 +132,22 @@ export function lead(
           logger.warn({ name, holderId, err }, 'worklease election: campaign failed, retrying');
         }
         const backoff = Math.min(waitPollMs, 50 * 2 ** failures++);
-        await new Promise((r) => setTimeout(r, backoff));
+        // Cut short by stop(), which would otherwise wait out a backoff of up to waitPollMs.
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            clearTimeout(timer);
+            unwatch();
+            resolve();
+          };
+          const timer = setTimeout(done, backoff);
+          const unwatch = onAbort(stopping.signal, done);
+        });
         continue;
+      }
+      if (stopping.signal.aborted) {
+        // stop() came between the claim's answer and here: it found no term to resign, so this one never starts.
+        await holder.release().catch(() => {});
+        return;
       }
       const termController = new AbortController();
       let end!: (d: Deposed) => void;

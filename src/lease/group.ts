@@ -78,6 +78,11 @@ export interface GroupOptions {
   ttlMs?: number;
   /** Time between rebalances, in milliseconds. Default `ttlMs / 3`. Allowed: 10 to ttlMs. */
   rebalanceMs?: number;
+  /**
+   * Heartbeat interval of the membership and item leases, in milliseconds. Default `ttlMs / 3`.
+   * Allowed: 1 to `ttlMs / 2`.
+   */
+  intervalMs?: number;
   /** Called when this member took an item. The work runs under `holder` (save checkpoints, watch `holder.signal`). */
   onAssigned: (holder: LeaseHolder) => void | Promise<void>;
   /**
@@ -150,6 +155,7 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
     'source',
     'ttlMs',
     'rebalanceMs',
+    'intervalMs',
     'onAssigned',
     'onRevoked',
   ]);
@@ -177,6 +183,13 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
   if (typeof rebalanceMs !== 'number' || !(rebalanceMs >= 10 && rebalanceMs <= ttlMs)) {
     throw new InvalidArgumentError(`options.rebalanceMs must be from 10 to ttlMs (${ttlMs})`);
   }
+  const intervalMs = o.intervalMs ?? Math.max(1, Math.floor(ttlMs / 3));
+  if (typeof intervalMs !== 'number' || !(intervalMs >= 1 && intervalMs <= ttlMs / 2)) {
+    throw new InvalidArgumentError(
+      `options.intervalMs must be from 1 to ttlMs / 2 (${Math.floor(ttlMs / 2)})`,
+    );
+  }
+  const beat = { intervalMs };
   const memberPrefix = `group:${group}:member:`;
   const staticIds = o.workIds === undefined ? null : [...new Set(o.workIds)];
   const logger = telemetryOf(backend).logger;
@@ -184,7 +197,7 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
   const onRevoked = o.onRevoked;
 
   let membership = await claim(backend, memberWorkId(group, holderId), holderId, { ttlMs });
-  membership.heartbeat({});
+  membership.heartbeat(beat);
   const held = new Map<string, LeaseHolder>();
   /** Items this member asked for and is waiting to claim. */
   const pending = new Set<string>();
@@ -235,7 +248,7 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
       waits.delete(wait);
     }
     held.set(workId, h);
-    h.heartbeat({});
+    h.heartbeat(beat);
     h.signal.addEventListener(
       'abort',
       () => {
@@ -263,7 +276,7 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
         return;
       }
       membership = next;
-      membership.heartbeat({});
+      membership.heartbeat(beat);
     }
     const ids = staticIds ?? [...new Set(await source!())];
     for (const [i, id] of ids.entries()) checkId(`source()[${i}]`, id);

@@ -192,7 +192,11 @@ export interface RequestReleaseOptions {
   reason: string;
 }
 
-export type AuditAction = 'force-release' | 'request-release' | 'hold' | 'unhold';
+/**
+ * `recover` (Redis only): an operator re-initialised a lost bucket (`worklease recover`); it names no
+ * work item. `hold` / `unhold`: docs/history.md.
+ */
+export type AuditAction = 'force-release' | 'request-release' | 'recover' | 'hold' | 'unhold';
 
 export interface AuditEntry {
   /** Opaque, unique per backend. */
@@ -389,6 +393,49 @@ export interface LeaseAdmin {
    * change). `INVALID_ARGUMENT` for a bad work id or a `forMs` that is not a valid ttl.
    */
   notifyEnd?(workId: string, forMs: number): Promise<boolean>;
+  /**
+   * Optional, Redis only: which buckets of the key prefix lost their data (a Cluster master that
+   * came back empty), read from the server now. The work items in a lost bucket fail `DATASET_LOST`
+   * until `worklease recover` (or {@link recoverBackend}); the others work on. `affected` lists the
+   * given `workIds` that live in a lost bucket (at most 10 000 of them). Writes nothing.
+   */
+  datasetLoss?(workIds?: readonly string[]): Promise<DatasetLoss>;
+}
+
+/** What a Redis key prefix lost: see {@link LeaseAdmin.datasetLoss}. */
+export interface DatasetLoss {
+  keyPrefix: string;
+  /** The dataset id the surviving keys carry; null when nothing of the prefix is left. */
+  dataset: string | null;
+  /** How many buckets the prefix has (work items are spread over them by the hash of their id). */
+  buckets: number;
+  /** Buckets whose data is gone: their work items fail DATASET_LOST until recovered. */
+  lost: number[];
+  /** Buckets that hold another dataset (never recovered: two datasets are not mixed). */
+  foreign: number[];
+  /** True when the prefix's meta key is gone while buckets survive (opening is refused until recovered). */
+  metaLost: boolean;
+  /** Of the work ids asked about, those in a lost bucket. */
+  affected: string[];
+}
+
+/** Options of {@link recoverBackend}. */
+export interface RecoverOptions {
+  /** Recorded on each recovered bucket's audit entry (action `recover`). Required. */
+  operator: string;
+  /** Why, recorded with it. Required. */
+  reason: string;
+  /** Only report what would be recovered; write nothing. Default false. */
+  dryRun?: boolean;
+}
+
+/** What a recovery did (or, with `dryRun`, would do). */
+export interface RecoveryResult extends Omit<DatasetLoss, 'affected'> {
+  /** The buckets it re-initialised; empty on a dry run. */
+  recovered: number[];
+  /** True when it wrote the meta key again. */
+  metaRecreated: boolean;
+  dryRun: boolean;
 }
 
 /** The lease contract (DESIGN §2). Every call is a single attempt and one round trip. */

@@ -5,7 +5,7 @@
  * - PostgreSQL and PGlite: `admin.watchEnded` (LISTEN on the NOTIFY that a
  *   release, force-release or prune sends, migration 3). Since migration 6 the
  *   NOTIFY is only sent for a lease a waiter asked for: after each refused
- *   acquire the waiter calls `admin.notifyEnd` (holder.ts), which returns false
+ *   acquire the waiter calls `admin.notifyEnd` (acquireWaiting below), which returns false
  *   when the lease ended in between, and the waiter then tries again at once;
  * - Redis: `admin.watchChanges` (a blocking XREAD on the change streams on
  *   standalone Redis, the buckets' shard channels on a Cluster: redis/feed.ts)
@@ -29,7 +29,9 @@
  * a handoff took about 170 ms (the winner's save and release queued behind 49
  * refused acquires in the pool). Across processes there is one head each.
  */
-import type { LeaseBackend } from './types.ts';
+import { ErrorCode, hasCode, InvalidArgumentError, LeaseHeldError, type WorkleaseError } from './errors.ts';
+import type { ClaimOptions } from './holder-types.ts';
+import type { LeaseBackend, LeaseRecord } from './types.ts';
 
 export interface Waiter {
   /** The lease may have ended: try again. Only the head of a queue is woken. */
@@ -181,3 +183,199 @@ export function wakeHub(backend: LeaseBackend): WakeHub {
 }
 
 export type { WakeHub };
+
+/** The callbacks waiting on each signal, behind one listener of ours (see {@link onAbort}). */
+const aborts = new WeakMap<AbortSignal, { callbacks: Set<() => void>; listener: () => void }>();
+
+/**
+ * Calls `fn` once when `signal` aborts; returns a function that forgets it. However many waits
+ * share one signal (a caller's signal passed to many claims, or a candidate's across every sleep
+ * of a campaign that lasts months), the signal carries one listener of ours, removed as soon as
+ * nothing waits on it: nothing accumulates on a long-lived signal, and Node's warning about more
+ * than 10 listeners on one signal never fires because of us.
+ */
+export function onAbort(signal: AbortSignal, fn: () => void): () => void {
+  let entry = aborts.get(signal);
+  if (entry === undefined) {
+    const callbacks = new Set<() => void>();
+    const listener = (): void => {
+      aborts.delete(signal);
+      for (const callback of [...callbacks]) callback();
+      callbacks.clear();
+    };
+    entry = { callbacks, listener };
+    aborts.set(signal, entry);
+    signal.addEventListener('abort', listener, { once: true });
+  }
+  const { callbacks, listener } = entry;
+  // A distinct function per registration, so the same `fn` registered twice is forgotten once each.
+  const callback = (): void => fn();
+  callbacks.add(callback);
+  return () => {
+    if (!callbacks.delete(callback) || callbacks.size > 0) return;
+    if (aborts.get(signal)?.callbacks === callbacks) aborts.delete(signal);
+    signal.removeEventListener('abort', listener);
+  };
+}
+
+/**
+ * Settles as `work` does, or rejects with `signal`'s reason as soon as it aborts. What `work`
+ * resolves to after that is given to `late` (e.g. a lease to hand back); its failure then is
+ * nobody's and is dropped. Keeps nothing on the signal once settled.
+ */
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal, late: (value: T) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    const abort = (): void => {
+      if (settled) return;
+      settled = true;
+      reject(signal.reason);
+    };
+    const unwatch = signal.aborted ? () => {} : onAbort(signal, abort);
+    if (signal.aborted) abort();
+    work.then(
+      (value) => {
+        unwatch();
+        if (settled) late(value);
+        else {
+          settled = true;
+          resolve(value);
+        }
+      },
+      (err: unknown) => {
+        unwatch();
+        if (settled) return;
+        settled = true;
+        reject(err);
+      },
+    );
+  });
+}
+
+export interface WaitSettings {
+  waitMs: number;
+  pollMs: number;
+  signal: AbortSignal | undefined;
+}
+
+export function resolveWait(o: ClaimOptions): WaitSettings {
+  const waitMs = o.waitMs ?? 0;
+  if (typeof waitMs !== 'number' || Number.isNaN(waitMs) || waitMs < 0) {
+    throw new InvalidArgumentError(
+      `options.waitMs must be a number of milliseconds >= 0 (or Infinity), got ${String(waitMs)}`,
+    );
+  }
+  const pollMs = o.waitPollMs ?? 10_000;
+  if (typeof pollMs !== 'number' || !Number.isFinite(pollMs) || pollMs < 10 || pollMs > 3_600_000) {
+    throw new InvalidArgumentError(
+      `options.waitPollMs must be a number of milliseconds from 10 to 3 600 000, got ${String(pollMs)}`,
+    );
+  }
+  if (o.signal !== undefined && !(o.signal instanceof AbortSignal)) {
+    throw new InvalidArgumentError('options.signal must be an AbortSignal');
+  }
+  return { waitMs, pollMs, signal: o.signal };
+}
+
+/**
+ * Acquires, waiting up to `waitMs` for a held lease to end. Each wake-up (see above) or timer
+ * only leads to another acquire attempt; the backend's atomic acquire picks the one winner.
+ */
+export async function acquireWaiting(
+  backend: LeaseBackend,
+  workId: string,
+  holderId: string,
+  ttlMs: number,
+  stepId: string | null,
+  wait: WaitSettings,
+): Promise<{ record: LeaseRecord; start: number }> {
+  const acquire = async () => {
+    const start = performance.now();
+    const record = await backend.acquire(workId, holderId, ttlMs, stepId === null ? {} : { stepId });
+    return { record, start };
+  };
+  wait.signal?.throwIfAborted();
+  if (wait.waitMs === 0) return acquire();
+  const hub = wakeHub(backend);
+  const until = performance.now() + wait.waitMs;
+  let woken = false;
+  let head = false;
+  let wakeUp: (() => void) | null = null;
+  const remove = hub.add(workId, {
+    wake() {
+      woken = true;
+      wakeUp?.();
+    },
+    promote() {
+      head = true;
+      woken = true;
+      wakeUp?.();
+    },
+  });
+  /** Sleeps `ms`, or less when woken, promoted or aborted. */
+  const sleepUntil = (ms: number): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        unwatch?.();
+        wakeUp = null;
+        resolve();
+      };
+      // setTimeout fires at once for more than 2^31-1 ms (an infinite wait's "rest").
+      const timer = setTimeout(done, Math.min(ms, 2_147_483_647));
+      wakeUp = done;
+      const unwatch = wait.signal === undefined ? undefined : onAbort(wait.signal, done);
+    });
+  // After a wake-up by the expiry timer that found the lease still held (clock offset, a renewal
+  // meanwhile), the next expiry-based sleep is at least this long; it doubles up to the poll interval.
+  let expiryFloorMs = 5;
+  try {
+    let held: WorkleaseError | null = null;
+    for (let attempt = 0; ; attempt++) {
+      wait.signal?.throwIfAborted();
+      if (!head) {
+        // Behind another waiter of this process on the same item: sleep until it wins or leaves.
+        const left = until - performance.now();
+        if (left <= 0)
+          throw held ?? new LeaseHeldError(`work item '${workId}' is held`, { details: { workId } });
+        await sleepUntil(left);
+        continue;
+      }
+      woken = false;
+      try {
+        return await acquire();
+      } catch (err) {
+        if (!hasCode(err, ErrorCode.LEASE_HELD) && !hasCode(err, ErrorCode.BACKEND_UNAVAILABLE)) throw err;
+        held = err as WorkleaseError;
+      }
+      const left = until - performance.now();
+      if (left <= 0) throw held;
+      if (woken) continue;
+      if (hasCode(held, ErrorCode.LEASE_HELD) && backend.admin.notifyEnd !== undefined) {
+        // Ask to hear of this lease's end (PostgreSQL sends no NOTIFY for an end nobody asked for).
+        // A second past the longest sleep, so it still holds while the next attempt asks again.
+        const live = await backend.admin
+          .notifyEnd(workId, Math.min(left, wait.pollMs) + 1000)
+          .catch(() => true); // the safety poll covers a lost request
+        if (!live || woken) continue;
+      }
+      let sleep = Math.min(left, wait.pollMs);
+      let byExpiry = false;
+      const expiresAt = held.details?.expiresAt;
+      if (expiresAt instanceof Date) {
+        const untilExpiry = expiresAt.getTime() - (Date.now() + hub.offsetMs) + 1;
+        const ms = Math.max(expiryFloorMs, untilExpiry);
+        if (ms < sleep) {
+          sleep = ms;
+          byExpiry = true;
+        }
+      } else if (hasCode(held, ErrorCode.BACKEND_UNAVAILABLE)) {
+        sleep = Math.min(sleep, Math.max(10, Math.min(wait.pollMs, 50 * 2 ** attempt)));
+      }
+      await sleepUntil(sleep);
+      expiryFloorMs = byExpiry && !woken ? Math.min(wait.pollMs, expiryFloorMs * 2) : 5;
+    }
+  } finally {
+    remove();
+  }
+}

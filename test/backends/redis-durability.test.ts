@@ -356,7 +356,7 @@ describe('dataset identity at open (shared server, own prefixes)', () => {
     for (const key of L.ix) expect(await r.get(key), key).toMatch(/^\d+-\d+ \d+$/);
   });
 
-  it('refuses, and never recreates, a prefix that lost one bucket or its meta key', async () => {
+  it('opens a prefix that lost one bucket without recreating it; refuses one that lost its meta key', async () => {
     const prefix = fresh();
     const b = await open(REDIS_URL, { keyPrefix: prefix });
     const L = new Layout(prefix, DEFAULT_BUCKETS);
@@ -371,10 +371,17 @@ describe('dataset identity at open (shared server, own prefixes)', () => {
     // Other buckets are fine.
     const other = ['o1', 'o2', 'o3', 'o4'].find((w) => L.bucketOf(w) !== bucket)!;
     await b.acquire(other, 'h', LIVE);
+    // A process that opens now serves the other buckets; the lost one stays lost (recover.ts).
     for (const migrate of [true, false]) {
-      const err = await openBackend(REDIS_URL, { keyPrefix: prefix, migrate }).catch((e: unknown) => e);
-      expect(codeOf(err), `open with migrate: ${migrate}`).toBe('DATASET_LOST');
-      expect((err as Error).message).toContain(`delete the keys matching '${prefix}:*'`);
+      const c = await open(REDIS_URL, { keyPrefix: prefix, migrate });
+      expect(codeOf(await c.acquire('victim', 'h3', LIVE).catch((e: unknown) => e))).toBe('DATASET_LOST');
+      expect((await c.admin.get(other))?.holderId).toBe('h');
+      // A listing would miss the lost bucket's items: it fails and says so (recover.ts).
+      expect(codeOf(await c.admin.list({}).catch((e: unknown) => e))).toBe('DATASET_LOST');
+      expect(await c.admin.datasetLoss!(['victim', other])).toMatchObject({
+        lost: [bucket],
+        affected: ['victim'],
+      });
     }
     expect(await r.exists(L.id[bucket]!)).toBe(0);
 
@@ -385,6 +392,7 @@ describe('dataset identity at open (shared server, own prefixes)', () => {
     await r.del(L2.meta);
     const err = await openBackend(REDIS_URL, { keyPrefix: prefix2 }).catch((e: unknown) => e);
     expect(codeOf(err)).toBe('DATASET_LOST');
+    expect((err as Error).message).toContain('worklease recover');
     expect(await r.exists(L2.meta)).toBe(0);
   });
 

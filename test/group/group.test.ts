@@ -198,9 +198,37 @@ describe('groups on postgres, with real processes', () => {
       { group: 'g', holderId: 'a', workIds: [''], onAssigned },
       { group: 'g', holderId: 'a', workIds: ['x'] },
       { group: 'g', holderId: 'a', workIds: ['x'], onAssigned, rebalanceMs: 5 },
+      { group: 'g', holderId: 'a', workIds: ['x'], onAssigned, intervalMs: 0 },
+      { group: 'g', holderId: 'a', workIds: ['x'], onAssigned, ttlMs: 1000, intervalMs: 501 },
+      { group: 'g', holderId: 'a', workIds: ['x'], onAssigned, intervalMs: '50' },
     ]) {
       await expect(joinGroup(backend, bad as never)).rejects.toBeInstanceOf(InvalidArgumentError);
     }
     expect((await backend.admin.list({ workIdPrefix: 'group:g:' })).items).toEqual([]);
+  });
+
+  it('renews the membership and item leases every intervalMs', async () => {
+    const workIds = ['beat-1', 'beat-2'];
+    const member = await joinGroup(backend, {
+      group: 'beat',
+      holderId: 'a',
+      workIds,
+      ttlMs: 60_000,
+      intervalMs: 50,
+      onAssigned: () => {},
+    });
+    try {
+      expect(member.held).toEqual(workIds);
+      const renewed = async (id: string): Promise<number> =>
+        (await backend.admin.get(id))?.renewedAt?.getTime() ?? 0;
+      const ids = ['group:beat:member:a', ...workIds];
+      const first = await Promise.all(ids.map(renewed));
+      // The default interval (ttlMs / 3) would renew each after 20 s; 50 ms renews them many times in 2 s.
+      await new Promise((r) => setTimeout(r, 2000));
+      const later = await Promise.all(ids.map(renewed));
+      for (const [i, t] of later.entries()) expect(t).toBeGreaterThan(first[i]!);
+    } finally {
+      await member.leave();
+    }
   });
 });

@@ -4,7 +4,6 @@
  * runs out, exactly one winner per handoff, and no lost wake-up — the safety
  * poll is set to an hour, so a wake-up that never came would hang the test.
  */
-import { setMaxListeners } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   claim,
@@ -117,7 +116,6 @@ describe.each(allTargets())('waiting acquire on $kind', (target) => {
     const HANDOFFS = 200;
     const WAITERS = 50;
     const controller = new AbortController();
-    setMaxListeners(WAITERS + 10, controller.signal);
     let handoffs = 0;
     let releasedAt = 0;
     const latencies: number[] = [];

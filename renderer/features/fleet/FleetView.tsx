@@ -13,6 +13,7 @@ import { formatAgo, formatClockSeconds } from '../../lib/format.ts';
 import { isTypingTarget } from '../../lib/keys.ts';
 import { FleetActions } from '../bulk/FleetActions.tsx';
 import { DetailPane } from '../detail/DetailPane.tsx';
+import { isLostShard, LostShardPanel } from '../recover/LostShard.tsx';
 import { ColumnsMenu } from './ColumnsMenu.tsx';
 import { FleetTable, rowKey } from './FleetTable.tsx';
 import {
@@ -350,6 +351,11 @@ export function FleetView({ fleets, visible, route, searchRef }: FleetViewProps)
           title={`${f.connection.name}: the fleet cannot be shown`}
         />
       ))}
+      {errors
+        .filter((f) => isLostShard(f.connection))
+        .map((f) => (
+          <LostShardPanel key={`lost-${f.connection.id}`} conn={f.connection} />
+        ))}
       {!blocked &&
         staleInScope.map((f) => (
           <StaleNote

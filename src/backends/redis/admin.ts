@@ -90,13 +90,19 @@ export async function audit(io: Sender, workId: string | undefined, limit: numbe
   const toEntry = (bucket: number, [id, fields]: [string, string[]]): AuditEntry => {
     const m = fieldMap(fields);
     const at = m.get('at');
+    const action = m.get('action');
+    // A recovery's entry (recover.ts) names no work item; its reason says which bucket it brought back.
+    const reason = m.get('reason') ?? '';
     return {
       id: `b${bucket}:${id}`,
       at: new Date(at === undefined ? Number(id.split('-')[0]) : Number(at)),
-      action: m.get('action') === 'request-release' ? 'request-release' : 'force-release',
+      action: action === 'request-release' || action === 'recover' ? action : 'force-release',
       workId: m.get('workId') ?? '',
       operator: m.get('operator') ?? '',
-      reason: m.get('reason') ?? '',
+      reason:
+        action === 'recover'
+          ? `${reason} [recovered ${m.get('bucket') === 'meta' ? 'the meta key' : `bucket b${bucket}`}]`
+          : reason,
       oldHolderId: m.get('old_holder') ?? '',
       oldToken: BigInt(m.get('old_token') ?? '0'),
       newToken: BigInt(m.get('new_token') ?? '0'),

@@ -21,6 +21,7 @@
  * - `audit` without a work id merges the buckets' audit streams by time.
  */
 import {
+  BackendUnavailableError,
   FencedError,
   InternalError,
   InvalidArgumentError,
@@ -32,12 +33,15 @@ import type {
   ChangeBatch,
   CheckpointRead,
   CheckpointResult,
+  DatasetLoss,
   HistoryEntry,
   LeaseBackend,
   LeaseInfo,
   LeasePage,
   LeaseRecord,
   OpenOptions,
+  RecoverOptions,
+  RecoveryResult,
   ReleaseRequest,
   StatePage,
 } from '../../lease/types.ts';
@@ -49,13 +53,16 @@ import {
   resolveTarget,
 } from '../common.ts';
 import { socketErrno } from '../errno.ts';
+import { ServerClock } from '../server-clock.ts';
 import * as admin from './admin.ts';
 import { createClient, parseRedisUrl, type RedisClient, type RedisTarget } from './connection.ts';
 import { classifyRedisError } from './errors.ts';
 import { ChangeWatch, changeCursor, changes } from './feed.ts';
+import { Layout } from './layout.ts';
 import { count, list } from './listing.ts';
 import { checkLayout, connect } from './open.ts';
 import { iso, parsePacked, parseRequest } from './packed.ts';
+import { inspectLoss, recover } from './recover.ts';
 import { STAGED_MIN_BYTES } from './scripts.ts';
 import { type Nullable, S, Sender } from './send.ts';
 
@@ -72,6 +79,13 @@ class RedisDriver implements LeaseDriver {
   readonly url: string;
   private readonly io: Sender;
   private readonly watch: ChangeWatch;
+  /**
+   * The server's clock for acquire deadlines (scripts.ts, acquire): one per bucket, since on a
+   * Cluster each bucket's master runs on its own clock, learnt from that bucket's acquire replies;
+   * {@link opened} (TIME when the backend opened) until a bucket has one.
+   */
+  private readonly clocks: (ServerClock | undefined)[] = [];
+  private readonly opened = new ServerClock();
 
   constructor(
     private readonly client: RedisClient,
@@ -86,6 +100,21 @@ class RedisDriver implements LeaseDriver {
 
   checkLayout(migrate: boolean): Promise<void> {
     return checkLayout(this.io, migrate);
+  }
+
+  /** Reads the server's clock once (TIME), for the deadlines of the first acquires. */
+  async measureClock(): Promise<void> {
+    const [sec, usec] = await this.io.send<[string, string]>('open', 'time', []);
+    this.opened.observe(Number(sec) * 1000 + Math.floor(Number(usec) / 1000), performance.now());
+  }
+
+  /**
+   * The server-clock ms at or before this call's give-up moment (its call timeout), '' when the
+   * server's clock was never read.
+   */
+  private deadline(b: number): string {
+    const at = (this.clocks[b] ?? this.opened).deadline(this.io.callTimeoutMs);
+    return at === null ? '' : String(at);
   }
 
   private fenced(record: LeaseRecord, stored: unknown): FencedError {
@@ -146,22 +175,39 @@ class RedisDriver implements LeaseDriver {
   ): Promise<LeaseRecord> {
     const L = this.io.layout;
     const b = L.bucketOf(workId);
+    const ttl = String(ttlMs);
+    const deadline = this.deadline(b);
     const reply = await this.io.runChecked<string | unknown[]>(
       'acquire',
       S.acquire,
       b,
       [L.m[b]!, L.chg[b]!],
-      stepId === null ? [workId, holderId, String(ttlMs)] : [workId, holderId, String(ttlMs), stepId],
+      stepId === null ? [workId, holderId, ttl, deadline] : [workId, holderId, ttl, stepId, deadline],
     );
     if (typeof reply === 'string') {
-      if (this.io.durable) await this.io.confirm('acquire', b);
       const space = reply.indexOf(' ');
+      const expiresAt = Number(reply.slice(space + 1));
+      // expires_at is the script's TIME + ttl: a server time read before this answer came.
+      const received = performance.now();
+      let clock = this.clocks[b];
+      if (clock === undefined) {
+        clock = new ServerClock();
+        this.clocks[b] = clock;
+      }
+      clock.observe(expiresAt - ttlMs, received);
+      if (this.io.durable) await this.io.confirm('acquire', b);
       return {
         workId,
         holderId,
         fencingToken: BigInt(reply.slice(0, space)),
-        expiresAt: new Date(Number(reply.slice(space + 1))),
+        expiresAt: new Date(expiresAt),
       };
+    }
+    if (reply[0] === 'LATE') {
+      throw new BackendUnavailableError(
+        `acquire of '${workId}' on ${this.url} refused: its caller had given up (the call's deadline, ${deadline} ms in the server's clock, had passed when the server came to it at ${String(reply[1])}; nothing was written)`,
+        { details: { workId, deadlineMs: Number(deadline), serverMs: Number(reply[1]) } },
+      );
     }
     if (reply[0] === 'HELD') {
       const expiresAt = new Date(Number(reply[3]));
@@ -361,6 +407,21 @@ class RedisDriver implements LeaseDriver {
     return changeCursor(this.io);
   }
 
+  async datasetLoss(workIds: readonly string[]): Promise<DatasetLoss> {
+    const loss = await inspectLoss(this.io);
+    const lost = new Set(loss.lost);
+    const L = new Layout(this.io.prefix, loss.buckets);
+    return { ...loss, affected: workIds.filter((w) => lost.has(L.bucketOf(w))) };
+  }
+
+  /** See {@link recoverRedis}. */
+  async recover(options: RecoverOptions): Promise<RecoveryResult> {
+    if (options.dryRun === true) {
+      return { ...(await inspectLoss(this.io)), recovered: [], metaRecreated: false, dryRun: true };
+    }
+    return { ...(await recover(this.io, options.operator, options.reason)), dryRun: false };
+  }
+
   changes(cursor: string, limit: number): Promise<ChangeBatch> {
     return changes(this.io, cursor, limit);
   }
@@ -384,12 +445,12 @@ class RedisDriver implements LeaseDriver {
   }
 }
 
-/**
- * Opens a Redis or Redis Cluster lease backend. With `migrate` (default) the
- * prefix's meta key is created if missing; without it a missing or different
- * layout is a SchemaMismatchError.
- */
-export async function openRedis(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
+/** A client and driver for `url`, connected (not yet checked: the caller reads the prefix). */
+async function connectDriver(
+  url: string,
+  options: OpenOptions,
+  run: (driver: RedisDriver, o: ResolvedOptions) => Promise<void>,
+): Promise<{ client: RedisClient; driver: RedisDriver; o: ResolvedOptions }> {
   const {
     address,
     options: o,
@@ -408,10 +469,42 @@ export async function openRedis(url: string, options: OpenOptions = {}): Promise
   const driver = new RedisDriver(client, target, o);
   try {
     await connect(client, target, o.callTimeoutMs);
-    await driver.checkLayout(o.migrate);
+    await run(driver, o);
   } catch (err) {
     client.disconnect();
     throw classifyRedisError(err, 'open', target.redacted, socketError);
   }
+  return { client, driver, o };
+}
+
+/**
+ * Opens a Redis or Redis Cluster lease backend. With `migrate` (default) the
+ * prefix's meta key is created if missing; without it a missing or different
+ * layout is a SchemaMismatchError.
+ */
+export async function openRedis(url: string, options: OpenOptions = {}): Promise<LeaseBackend> {
+  const { driver, o } = await connectDriver(url, options, async (d, resolved) => {
+    await d.checkLayout(resolved.migrate);
+    await d.measureClock();
+  });
   return createBackend(driver, o.maxStateBytes, o.telemetry);
+}
+
+/**
+ * Re-initialises the lost buckets of a Redis key prefix (recover.ts): what `worklease recover` and
+ * the console's recover action run. Opens no backend (a prefix whose meta key is gone cannot be
+ * opened until it is recovered) and closes its connection before it returns.
+ */
+export async function recoverRedis(
+  url: string,
+  recoverOptions: RecoverOptions,
+  options: OpenOptions = {},
+): Promise<RecoveryResult> {
+  let result: RecoveryResult | undefined;
+  const { driver } = await connectDriver(url, options, async (d) => {
+    result = await d.recover(recoverOptions);
+  });
+  await driver.close();
+  if (result === undefined) throw new InternalError('recover returned nothing');
+  return result;
 }

@@ -61,10 +61,12 @@ export async function checkLayout(io: Sender, migrate: boolean): Promise<void> {
   }
   const L = new Layout(io.prefix, n);
   if (ready === '1') {
-    // Every bucket must still carry the dataset: a Cluster master that came back empty took its buckets' keys.
+    // A bucket that lost its id (a Cluster master that came back empty took its keys) costs its own
+    // items only: the scripts refuse it with DATASET_LOST until `worklease recover` (recover.ts).
+    // A bucket holding another dataset is refused here: two datasets are never mixed.
     const ids = await Promise.all(L.id.map((key) => io.send<Nullable>('open', 'get', [key])));
-    const missing = ids.flatMap((id, b) => (id === dataset ? [] : [b]));
-    if (missing.length > 0) throw lostAtOpen(io, where, dataset, missing, ids[missing[0]!] ?? null);
+    const other = ids.flatMap((id, b) => (id === dataset || id === null ? [] : [b]));
+    if (other.length > 0) throw lostAtOpen(io, where, dataset, other, ids[other[0]!] ?? null);
   } else {
     if (!migrate) {
       throw new SchemaMismatchError(
@@ -103,7 +105,7 @@ async function refuseOrphanBuckets(
   const again = await readMeta();
   if (again[0] !== null && again[0] !== undefined) return;
   throw new DatasetLostError(
-    `${where} lost its meta key '${L.meta}' while ${found.length} of ${DEFAULT_BUCKETS} buckets still hold dataset ${String(ids[found[0]!])}: part of the data is gone, and worklease does not recreate it. To start over (tokens stay increasing: docs/durability.md), delete the keys matching '${io.prefix}:*'`,
+    `${where} lost its meta key '${L.meta}' while ${found.length} of ${DEFAULT_BUCKETS} buckets still hold dataset ${String(ids[found[0]!])}: part of the data is gone (a Cluster master came back empty?). Restore it with \`worklease recover\` (docs/durability.md), or, to start over, delete the keys matching '${io.prefix}:*'`,
     { details: { keyPrefix: io.prefix, buckets: found } },
   );
 }

@@ -392,7 +392,13 @@ export interface ScriptDef {
  * four end with the stored dataset id ({@link REFUSE}).
  *
  * acquire — KEYS: m, chg (builds id). ARGV: workId,
- *   holderId, ttlMs, stepId (left out when there is none: one argument less), dataset id.
+ *   holderId, ttlMs, stepId (left out when there is none: one argument less), deadline (ms in the
+ *   server's clock, '' for none), dataset id.
+ * - `{'LATE', now}` when the server's clock is past the deadline: the caller's give-up moment (its
+ *   call timeout, in the server's clock from the offset the client measured: server-clock.ts), so
+ *   a script that reaches a stalled server after its caller gave up grants no lease that nobody
+ *   holds. Nothing is written. Checked before anything else but the dataset (the script runs
+ *   atomically, so nothing can delay it past this check); one comparison of strings.
  * - `{'HELD', holder, token, expires_at}` when a live lease exists (expires_at > now), also the caller's own.
  * - `'<token> <expires_at>'` otherwise: token = max(the stored (or tombstoned) token + 1, server µs)
  *   ({@link nextToken}), so tokens continue after a prune; the checkpoint state is kept; how the predecessor ended is recorded
@@ -410,8 +416,10 @@ const ACQUIRE_READ = split(
 export const acquire: ScriptDef = {
   numberOfKeys: 2,
   lua: `${ACQUIRE_IDENTITY}
-local m = redis.call('HGET', KEYS[1], ARGV[1])
 ${NOW_STR}
+local dl = ARGV[#ARGV - 1]
+if dl ~= '' and ${later('nows', 'dl')} then return {'LATE', nows} end
+local m = redis.call('HGET', KEYS[1], ARGV[1])
 local tok, prev, ver, chk, size, pred, clean = false, false, '1', '', '', 'none', '1'
 if m then
   ${ACQUIRE_READ}
@@ -433,7 +441,7 @@ end
 ${nextToken('prev')}
 local exp = string.format('%d', nows + ARGV[3])
 local step = ''
-if #ARGV == 5 then step = ARGV[4] end
+if #ARGV == 6 then step = ARGV[4] end
 m = ARGV[2] .. '\\n' .. tok .. '\\n' .. exp .. '\\n' .. ARGV[3] .. '\\n' .. step .. '\\n' .. nows .. '\\n\\n' .. chk .. '\\n\\n' ..
   size .. '\\n' .. clean .. '\\n' .. pred .. '\\n\\n' .. ver
 redis.call('HSET', KEYS[1], ARGV[1], m)${emit('acquired')}

@@ -415,7 +415,7 @@ export class Sender {
 
   private lost(op: string, b: number, found: string | null): DatasetLostError {
     return new DatasetLostError(
-      `${op} on ${this.url} refused: the dataset this backend opened (${this.dataset}) is gone from bucket b${b} of key prefix '${this.prefix}' (${found === null ? 'its keys were wiped: a restart without persistence, a flush, a failover to an empty replica' : `it now holds dataset ${found}`}); no lease it knew exists any more. Stop the holders and reopen (docs/durability.md)`,
+      `${op} on ${this.url} refused: the dataset this backend opened (${this.dataset}) is gone from bucket b${b} of key prefix '${this.prefix}' (${found === null ? 'its keys were wiped: a restart without persistence, a flush, a failover to an empty replica' : `it now holds dataset ${found}`}); no lease it knew in this bucket exists any more; the other buckets work on. Restore the bucket with \`worklease recover\` (docs/durability.md)`,
       { details: { keyPrefix: this.prefix, bucket: b, dataset: this.dataset, found } },
     );
   }
