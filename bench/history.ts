@@ -65,7 +65,7 @@ async function main(): Promise<void> {
   let round = 0;
   const contender = (side: (typeof sides)[number], kind: Kind): Contender => ({
     name: `${LABEL[kind]}, ${side.history ? 'history' : 'without'}`,
-    async prepare(ops, inFlight): Promise<Call> {
+    async prepare(_ops, inFlight): Promise<Call> {
       const r = round++;
       const tag = side.history ? 'h' : 'n';
       if (kind === 'cycle-state') {
