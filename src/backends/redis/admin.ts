@@ -24,7 +24,7 @@ export async function forceRelease(
     'forceRelease',
     S.forceRelease,
     b,
-    [L.m[b]!, L.chg[b]!, L.aud[b]!],
+    [L.m[b]!, L.chg[b]!, L.aud[b]!, L.historyKey(b, workId)],
     [workId, expectedToken.toString(), operator, reason, batchId ?? ''],
   );
   if (typeof reply === 'string') {
@@ -58,7 +58,7 @@ export async function requestRelease(
     'requestRelease',
     S.requestRelease,
     b,
-    [L.m[b]!, L.chg[b]!, L.aud[b]!],
+    [L.m[b]!, L.chg[b]!, L.aud[b]!, L.historyKey(b, workId)],
     [workId, expectedToken.toString(), operator, reason, JSON.stringify(reason)],
   );
   if (typeof reply === 'string') {
@@ -96,7 +96,10 @@ export async function audit(io: Sender, workId: string | undefined, limit: numbe
     return {
       id: `b${bucket}:${id}`,
       at: new Date(at === undefined ? Number(id.split('-')[0]) : Number(at)),
-      action: action === 'request-release' || action === 'recover' ? action : 'force-release',
+      action:
+        action === 'request-release' || action === 'recover' || action === 'hold' || action === 'unhold'
+          ? action
+          : 'force-release',
       workId: m.get('workId') ?? '',
       operator: m.get('operator') ?? '',
       reason:
@@ -146,7 +149,7 @@ export async function prune(io: Sender, olderThanMs: number, limit: number): Pro
       'prune',
       S.prune,
       b,
-      [L.exp[b]!, L.ids[b]!, L.chg[b]!, L.m[b]!],
+      [L.exp[b]!, L.ids[b]!, L.chg[b]!, L.m[b]!, L.hold[b]!],
       [olderThanMs, limit - total, L.statePrefixes[b]!],
     );
     total += Number(n);

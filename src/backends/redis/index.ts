@@ -24,7 +24,6 @@ import {
   BackendUnavailableError,
   FencedError,
   InternalError,
-  InvalidArgumentError,
   LeaseExpiredError,
   LeaseHeldError,
 } from '../../lease/errors.ts';
@@ -48,6 +47,7 @@ import type {
 import {
   createBackend,
   type DriverListOptions,
+  type HistoryPruning,
   type LeaseDriver,
   type ResolvedOptions,
   resolveTarget,
@@ -58,6 +58,7 @@ import * as admin from './admin.ts';
 import { createClient, parseRedisUrl, type RedisClient, type RedisTarget } from './connection.ts';
 import { classifyRedisError } from './errors.ts';
 import { ChangeWatch, changeCursor, changes } from './feed.ts';
+import * as history from './history.ts';
 import { Layout } from './layout.ts';
 import { count, list } from './listing.ts';
 import { checkLayout, connect } from './open.ts';
@@ -67,10 +68,6 @@ import { STAGED_MIN_BYTES } from './scripts.ts';
 import { type Nullable, S, Sender } from './send.ts';
 
 export { parseRedisUrl } from './connection.ts';
-
-function notOnRedisYet(call: string): Promise<never> {
-  return Promise.reject(new InvalidArgumentError(`admin.${call} is not available on Redis in this version`));
-}
 
 export { Layout } from './layout.ts';
 
@@ -181,7 +178,7 @@ class RedisDriver implements LeaseDriver {
       'acquire',
       S.acquire,
       b,
-      [L.m[b]!, L.chg[b]!],
+      [L.m[b]!, L.chg[b]!, L.historyKey(b, workId)],
       stepId === null ? [workId, holderId, ttl, deadline] : [workId, holderId, ttl, stepId, deadline],
     );
     if (typeof reply === 'string') {
@@ -209,6 +206,7 @@ class RedisDriver implements LeaseDriver {
         { details: { workId, deadlineMs: Number(deadline), serverMs: Number(reply[1]) } },
       );
     }
+    if (reply[0] === 'ONHOLD') throw history.onHoldError(workId, String(reply[1]));
     if (reply[0] === 'HELD') {
       const expiresAt = new Date(Number(reply[3]));
       throw new LeaseHeldError(
@@ -279,7 +277,7 @@ class RedisDriver implements LeaseDriver {
       'release',
       S.release,
       b,
-      [L.m[b]!, L.chg[b]!],
+      [L.m[b]!, L.chg[b]!, L.historyKey(b, record.workId)],
       [record.workId, record.fencingToken.toString()],
     );
     this.guarded(record, reply);
@@ -335,8 +333,13 @@ class RedisDriver implements LeaseDriver {
 
   async get(workId: string): Promise<LeaseInfo | null> {
     const L = this.io.layout;
-    const packed = await this.io.send<Nullable>('get', 'hget', [L.m[L.bucketOf(workId)]!, workId]);
-    return packed === null ? null : parsePacked(workId, packed);
+    const b = L.bucketOf(workId);
+    const [packed, held] = await Promise.all([
+      this.io.send<Nullable>('get', 'hget', [L.m[b]!, workId]),
+      this.io.send<Nullable>('get', 'hget', [L.hold[b]!, workId]),
+    ]);
+    const info = packed === null ? null : parsePacked(workId, packed);
+    return info === null ? null : history.withHold(info, held);
   }
 
   count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number> {
@@ -370,29 +373,30 @@ class RedisDriver implements LeaseDriver {
     return admin.audit(this.io, workId, limit);
   }
 
-  prune(olderThanMs: number, limit: number): Promise<number> {
-    return admin.prune(this.io, olderThanMs, limit);
+  async prune(olderThanMs: number, limit: number, retention: HistoryPruning): Promise<number> {
+    const n = await admin.prune(this.io, olderThanMs, limit);
+    await history.pruneHistory(this.io, retention);
+    return n;
   }
 
   readState(workId: string, offset: number, length: number): Promise<StatePage | null> {
     return admin.readState(this.io, workId, offset, length);
   }
 
-  // History and holds (docs/history.md) are not on Redis yet: each call says so.
-  history(): Promise<HistoryEntry[]> {
-    return notOnRedisYet('history');
+  history(workId: string, before: string | null, limit: number): Promise<HistoryEntry[]> {
+    return history.history(this.io, workId, before, limit);
   }
 
-  hold(): Promise<LeaseInfo> {
-    return notOnRedisYet('hold');
+  hold(workId: string, operator: string, reason: string): Promise<LeaseInfo> {
+    return history.hold(this.io, workId, operator, reason, true);
   }
 
-  unhold(): Promise<LeaseInfo> {
-    return notOnRedisYet('unhold');
+  unhold(workId: string, operator: string, reason: string): Promise<LeaseInfo> {
+    return history.hold(this.io, workId, operator, reason, false);
   }
 
-  handoffCheckpoint(): Promise<StatePage | null> {
-    return notOnRedisYet('handoffCheckpoint');
+  handoffCheckpoint(workId: string, offset: number, length: number): Promise<StatePage | null> {
+    return history.handoffCheckpoint(this.io, workId, offset, length);
   }
 
   serverTime(): Promise<Date> {
