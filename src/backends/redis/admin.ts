@@ -5,6 +5,7 @@
 import { InternalError, NotFoundError } from '../../lease/errors.ts';
 import type { AuditEntry, LeaseInfo, StatePage } from '../../lease/types.ts';
 import { forceConflict, requestConflict } from '../common.ts';
+import { readHold } from './history.ts';
 import { catchUp } from './indexes.ts';
 import { compareStreamIds } from './layout.ts';
 import { fieldMap, parsePacked } from './packed.ts';
@@ -31,7 +32,7 @@ export async function forceRelease(
     if (io.durable) await io.confirm('forceRelease', b);
     const info = parsePacked(workId, reply);
     if (info === null) throw new InternalError(`force-release of '${workId}' returned no lease`);
-    return info;
+    return readHold(io, 'forceRelease', info);
   }
   switch (reply[0]) {
     case 'NOTFOUND':
@@ -64,7 +65,7 @@ export async function requestRelease(
   if (typeof reply === 'string') {
     const info = parsePacked(workId, reply);
     if (info === null) throw new InternalError(`request-release of '${workId}' returned no lease`);
-    return info;
+    return readHold(io, 'requestRelease', info);
   }
   switch (reply[0]) {
     case 'NOTFOUND':

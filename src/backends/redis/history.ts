@@ -6,7 +6,7 @@
  */
 import { InternalError, InvalidArgumentError, NotFoundError, OnHoldError } from '../../lease/errors.ts';
 import type { Hold } from '../../lease/history-types.ts';
-import type { HistoryEntry, HistoryKind, LeaseInfo, StatePage } from '../../lease/types.ts';
+import type { HistoryEntry, HistoryKind, LeaseChange, LeaseInfo, StatePage } from '../../lease/types.ts';
 import type { HistoryPruning } from '../common.ts';
 import { fieldMap, parsePacked } from './packed.ts';
 import { type Nullable, S, type Sender } from './send.ts';
@@ -46,6 +46,39 @@ export function onHoldError(workId: string, stored: string): OnHoldError {
 export function withHold(info: LeaseInfo, stored: Nullable | undefined): LeaseInfo {
   info.hold = stored === null || stored === undefined ? null : parseHold(stored);
   return info;
+}
+
+/**
+ * Sets the hold of each change's lease, as the hold hashes hold it when the batch is read (a change
+ * entry carries the lease as it was written, without its hold: a hold writes no change entry): one
+ * HMGET per bucket with changes, in parallel.
+ */
+export async function addHolds(io: Sender, changes: readonly LeaseChange[]): Promise<void> {
+  const L = io.layout;
+  const byBucket = new Map<number, LeaseInfo[]>();
+  for (const c of changes) {
+    if (c.lease === null) continue;
+    const b = L.bucketOf(c.workId);
+    const list = byBucket.get(b);
+    if (list === undefined) byBucket.set(b, [c.lease]);
+    else list.push(c.lease);
+  }
+  await Promise.all(
+    [...byBucket].map(async ([b, leases]) => {
+      const held = await io.send<Nullable[]>('changes', 'hmget', [
+        L.hold[b]!,
+        ...leases.map((l) => l.workId),
+      ]);
+      for (const [i, lease] of leases.entries()) withHold(lease, held[i]);
+    }),
+  );
+}
+
+/** `info` (the lease an admin script returned) with its hold, read after the script. */
+export async function readHold(io: Sender, op: string, info: LeaseInfo): Promise<LeaseInfo> {
+  const L = io.layout;
+  const held = await io.send<Nullable>(op, 'hget', [L.hold[L.bucketOf(info.workId)]!, info.workId]);
+  return withHold(info, held);
 }
 
 /** A history page's `before`: a stream id this backend wrote (`ms-seq`). */
