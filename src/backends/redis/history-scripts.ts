@@ -4,12 +4,10 @@
  * force-release, request-release, prune) are in scripts.ts, whose header says how every script
  * here is built: one script per call, every key in the bucket's slot, the dataset check first.
  *
- * A history entry is a stream entry of the item's `h:` stream: `k` kind, `a` at (server ms), `h`
- * holder, `t` token, `b` checkpoint bytes ('' for none), and `o` operator, `r` reason for an
- * operator's action. Its id (the stream id) is the entry's id: newest first is XREVRANGE.
+ * A history entry is one string in the item's `h:` list, newest first (scripts.ts, historyPush).
  */
-import { HISTORY_MAXLEN, STREAM_MAXLEN } from './layout.ts';
-import { IDENTITY, NOW, pack, type ScriptDef, UNPACK } from './scripts.ts';
+import { STREAM_MAXLEN } from './layout.ts';
+import { historyPush, IDENTITY, NOW, pack, type ScriptDef, UNPACK } from './scripts.ts';
 
 /** The common start of hold and unhold: the lease (NOTFOUND without one) and its hold (or false). */
 const HOLD_READ = `${IDENTITY}
@@ -24,8 +22,7 @@ const HOLD_WRITE = (kind: string, action: string): string => `
 ${NOW}
 m = ${pack({ ver: "string.format('%d', ver + 1)" })}
 redis.call('HSET', KEYS[1], ARGV[1], m)
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', '${HISTORY_MAXLEN}', '*', 'k', '${kind}', 'a', nows, 'h', holder, 't', tok,
-  'o', ARGV[2], 'r', ARGV[3])
+${historyPush('KEYS[3]', ["us .. '-0'", `'${kind}'`, 'nows', 'holder', 'tok', "''", 'ARGV[2]', 'ARGV[3]'])}
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'workId', ARGV[1], 'operator', ARGV[2],
   'reason', ARGV[3], 'old_holder', holder, 'old_token', tok, 'new_token', tok, 'at', nows, 'action', '${action}')`;
 
@@ -83,22 +80,35 @@ return {tok, size, redis.call('GETRANGE', KEYS[2], ARGV[2], ARGV[2] + ARGV[3] - 
  * historyPrune (one bucket) — KEYS: m, id. ARGV: HSCAN cursor ('0' to start), count, olderThanMs,
  * keepPerItem, the bucket's key base (`<prefix>:{<prefix>:b<n>}:`), dataset id.
  * Every work item that ever had a history has a field in the bucket hash (a pruned one keeps its
- * tombstone), so walking the hash finds every history stream: each is trimmed to its newest
- * `keepPerItem` entries and to the entries written within `olderThanMs` (stream ids are the
- * server's ms at writing; an `expired` entry's `at` may be older), and deleted when empty.
+ * tombstone), so walking the hash finds every history list: each is cut to its newest
+ * `keepPerItem` entries, then its oldest entries are popped while they were written more than
+ * `olderThanMs` ago (an entry's id starts with the server µs it was written at; an `expired`
+ * entry's `at` may be older). An emptied list is gone (Redis deletes empty lists).
  * Returns `{next cursor, entries removed}`; cursor '0' means done.
  */
 export const historyPrune: ScriptDef = {
   numberOfKeys: 2,
   lua: `${IDENTITY}
 ${NOW}
-local minid = string.format('%d', now - ARGV[3])
+local cutoff = now - ARGV[3]
 local r = redis.call('HSCAN', KEYS[1], ARGV[1], 'COUNT', ARGV[2])
 local kv = r[2]
 local n = 0
 for i = 1, #kv, 2 do
   local h = ARGV[5] .. 'h:' .. kv[i]
-  n = n + redis.call('XTRIM', h, 'MAXLEN', '=', ARGV[4]) + redis.call('XTRIM', h, 'MINID', '=', minid)
+  local len = redis.call('LLEN', h)
+  if len > 0 then
+    redis.call('LTRIM', h, 0, ARGV[4] - 1)
+    local left = redis.call('LLEN', h)
+    while left > 0 do
+      local e = redis.call('LINDEX', h, -1)
+      local us = string.match(e, '^(%d+)')
+      if not us or tonumber(string.sub(us, 1, -4)) >= cutoff then break end
+      redis.call('RPOP', h)
+      left = left - 1
+    end
+    n = n + len - left
+  end
 end
 return {r[1], n}`,
 };

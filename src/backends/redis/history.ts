@@ -8,7 +8,7 @@ import { InternalError, InvalidArgumentError, NotFoundError, OnHoldError } from 
 import type { Hold } from '../../lease/history-types.ts';
 import type { HistoryEntry, HistoryKind, LeaseChange, LeaseInfo, StatePage } from '../../lease/types.ts';
 import type { HistoryPruning } from '../common.ts';
-import { fieldMap, parsePacked } from './packed.ts';
+import { parsePacked } from './packed.ts';
 import { type Nullable, S, type Sender } from './send.ts';
 
 const KINDS: readonly HistoryKind[] = [
@@ -81,9 +81,9 @@ export async function readHold(io: Sender, op: string, info: LeaseInfo): Promise
   return withHold(info, held);
 }
 
-/** A history page's `before`: a stream id this backend wrote (`ms-seq`). */
+/** A history page's `before`: an entry id this backend wrote (`<server µs>-<n>`). */
 function checkEntryId(before: string): string {
-  if (!/^\d{1,20}-\d{1,20}$/.test(before)) {
+  if (!/^\d{1,20}-\d{1,3}$/.test(before)) {
     throw new InvalidArgumentError(
       `options.before is not the id of a history entry of this backend: '${before}'`,
     );
@@ -91,27 +91,41 @@ function checkEntryId(before: string): string {
   return before;
 }
 
-function toEntry([id, fields]: [string, string[]]): HistoryEntry {
-  const m = fieldMap(fields);
-  const kind = m.get('k') as HistoryKind;
-  if (!KINDS.includes(kind)) throw new InternalError(`unknown history entry kind on Redis: ${String(kind)}`);
+/** A stored entry (scripts.ts, historyPush): id, kind, at, holder, token, bytes[, operator, reason]. */
+function toEntry(stored: string): HistoryEntry {
+  const parts = stored.split('\n');
+  const [id = '', kind = '', at = '', holderId = '', token = '', bytes = ''] = parts;
+  if (!KINDS.includes(kind as HistoryKind)) {
+    throw new InternalError(`unknown history entry kind on Redis: ${JSON.stringify(kind)}`);
+  }
   const entry: HistoryEntry = {
     id,
-    kind,
-    at: new Date(Number(m.get('a'))),
-    holderId: m.get('h') ?? '',
-    token: BigInt(m.get('t') || '0'),
+    kind: kind as HistoryKind,
+    at: new Date(Number(at)),
+    holderId,
+    token: BigInt(token || '0'),
   };
-  const operator = m.get('o');
-  if (operator !== undefined) {
-    entry.operator = operator;
-    entry.reason = m.get('r') ?? '';
+  if (parts.length > 6) {
+    entry.operator = parts[6]!;
+    entry.reason = parts.slice(7).join('\n');
   }
-  const bytes = m.get('b');
-  if (bytes !== undefined && bytes !== '') entry.checkpointBytes = Number(bytes);
+  if (bytes !== '') entry.checkpointBytes = Number(bytes);
   return entry;
 }
 
+/** Compares two entry ids (`µs-n`) in time order. */
+function compareIds(a: string, b: string): number {
+  const [au = '', an = ''] = a.split('-');
+  const [bu = '', bn = ''] = b.split('-');
+  if (au.length !== bu.length) return au.length - bu.length;
+  if (au !== bu) return au < bu ? -1 : 1;
+  return Number(an) - Number(bn);
+}
+
+/**
+ * Newest first. A list holds at most about 1 000 entries (scripts.ts, historyPush), so a page after
+ * `before` reads the list and starts after that entry (by position; by id when it was trimmed away).
+ */
 export async function history(
   io: Sender,
   workId: string,
@@ -119,16 +133,17 @@ export async function history(
   limit: number,
 ): Promise<HistoryEntry[]> {
   const L = io.layout;
-  const end = before === null ? '+' : `(${checkEntryId(before)}`;
   const key = L.historyKey(L.bucketOf(workId), workId);
-  const page = await io.send<Array<[string, string[]]>>('history', 'xrevrange', [
-    key,
-    end,
-    '-',
-    'COUNT',
-    limit,
-  ]);
-  return page.map(toEntry);
+  if (before === null) {
+    const page = await io.send<string[]>('history', 'lrange', [key, 0, limit - 1]);
+    return page.map(toEntry);
+  }
+  checkEntryId(before);
+  const all = await io.send<string[]>('history', 'lrange', [key, 0, -1]);
+  const at = all.findIndex((e) => e.startsWith(`${before}\n`));
+  const older =
+    at >= 0 ? all.slice(at + 1) : all.filter((e) => compareIds(e.slice(0, e.indexOf('\n')), before) < 0);
+  return older.slice(0, limit).map(toEntry);
 }
 
 export async function hold(

@@ -22,7 +22,7 @@
  * | `<P>:{<P>:b<n>}:chg`        | stream  | change feed (acquire, release, force-release, request-release, prune; not renew or checkpoint), one field `c` = kind LF workId LF packed lease, `MAXLEN ~ 10000`; also, on a Cluster, the name of the shard channel on which every write that adds a change entry SPUBLISHes an empty message (wakes idle change readers; on standalone Redis they block in XREAD on the streams instead) |
  * | `<P>:{<P>:b<n>}:aud`        | stream  | admin audit log (force-release, request-release, hold, unhold, recover), `MAXLEN ~ 10000` |
  * | `<P>:{<P>:b<n>}:hold`       | hash    | workId → `at LF operator LF reason` of each work item on hold (layout 6, docs/history.md) |
- * | `<P>:{<P>:b<n>}:h:<workId>` | stream  | the work item's history (layout 6): one entry per ownership change, fields `k` kind, `a` at (ms), `h` holder, `t` token, `b` checkpoint bytes ('' for none), `o` operator, `r` reason; `MAXLEN ~ 1000` at write, trimmed by prune's retention; outlives the lease (prune keeps it) |
+ * | `<P>:{<P>:b<n>}:h:<workId>` | list    | the work item's history (layout 6), newest first: one string per ownership change (scripts.ts, historyPush), cut to 1000 entries at write and by prune's retention; outlives the lease (prune keeps it) |
  * | `<P>:{<P>:b<n>}:ho:<workId>`| string  | the checkpoint as it was at the last handoff (copied by acquire, layout 6) |
  *
  * (`<P>` is the key prefix.) A packed lease is the {@link INFO_FIELDS} values
@@ -69,7 +69,7 @@
  *
  * History and holds (layout 6, docs/history.md). The scripts that change who holds a work item
  * (acquire, release, force-release, request-release, prune) and hold / unhold append to the item's
- * history stream `h:<workId>`, in the bucket's slot; renew and checkpoint do not. acquire refuses
+ * history list `h:<workId>`, in the bucket's slot; renew and checkpoint do not. acquire refuses
  * (ON_HOLD) a work item in the bucket's `hold` hash, and copies the checkpoint it hands over to
  * `ho:<workId>`. Layout 5 leases read unchanged, so the upgrade from 5 changes the layout number
  * only; a layout 5 process would ignore holds and write no history, hence the new number: it
@@ -117,7 +117,7 @@ export const DEFAULT_BUCKETS = 32;
 /** Approximate cap of each bucket's change stream and audit stream (entries). */
 export const STREAM_MAXLEN = 10_000;
 /**
- * Approximate cap of each work item's history stream at write: the default of prune's
+ * Cap of each work item's history list at write: the default of prune's
  * `history.keepPerItem` (lease/history-types.ts), which trims exactly.
  */
 export const HISTORY_MAXLEN = 1000;
@@ -245,7 +245,7 @@ export class Layout {
     return this.stagingPrefixes[bucket] + workId;
   }
 
-  /** The work item's history stream (see History and holds). */
+  /** The work item's history list (see History and holds). */
   historyKey(bucket: number, workId: string): string {
     return `${this.bases[bucket]}h:${workId}`;
   }
