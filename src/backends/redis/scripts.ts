@@ -347,13 +347,13 @@ local now = tonumber(nows)`;
  * so a one-entry history took 4 752 bytes of server memory as a stream and 232 as a list
  * (MEMORY USAGE, Redis 7.0), and first acquires ran at a third of the raw script's rate.
  */
-export const historyPush = (listKey: string, parts: readonly string[], trim = true): string =>
-  `redis.call('LPUSH', ${listKey}, ${parts.join(" .. '\\n' .. ")})${
-    trim
-      ? `
-redis.call('LTRIM', ${listKey}, 0, ${HISTORY_MAXLEN - 1})`
-      : ''
-  }`;
+export const historyPush = (listKey: string, parts: readonly string[], trim = true): string => {
+  const push = `redis.call('LPUSH', ${listKey}, ${parts.join(" .. '\\n' .. ")})`;
+  // LPUSH replies the new length, so the cut costs nothing until the list is full.
+  return trim
+    ? `if ${push} > ${HISTORY_MAXLEN} then redis.call('LTRIM', ${listKey}, 0, ${HISTORY_MAXLEN - 1}) end`
+    : push;
+};
 
 /**
  * The Lua condition "`a` is later than `b`" for two times in ms as decimal strings without leading
