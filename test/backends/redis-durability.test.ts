@@ -391,6 +391,34 @@ describe('dataset identity at open (shared server, own prefixes)', () => {
     expect((await u.admin.handoffCheckpoint('kept5'))?.fencingToken).toBe(next.fencingToken);
   });
 
+  it('cuts a history list to its newest 1 000 entries at write', { timeout: 120_000 }, async () => {
+    const prefix = fresh();
+    const b = await open(REDIS_URL, { keyPrefix: prefix });
+    const L = new Layout(prefix, DEFAULT_BUCKETS);
+    let last = await b.acquire('busy', 'w0', LIVE);
+    await b.release(last);
+    for (let i = 1; i <= 500; i++) {
+      last = await b.acquire('busy', `w${i}`, LIVE);
+      await b.release(last);
+    }
+    // 1 002 entries written: the two oldest (w0's) are gone, the newest kept.
+    expect(await admin().llen(L.historyKey(L.bucketOf('busy'), 'busy'))).toBe(1000);
+    const newest = await b.admin.history('busy', { limit: 1 });
+    expect(newest.map((e) => `${e.kind} ${e.holderId}#${e.token}`)).toEqual([
+      `released w500#${last.fencingToken}`,
+    ]);
+    let before = newest[0]!.id;
+    const all = [...newest];
+    for (;;) {
+      const page = await b.admin.history('busy', { limit: 1000, before });
+      if (page.length === 0) break;
+      all.push(...page);
+      before = page.at(-1)!.id;
+    }
+    expect(all).toHaveLength(1000);
+    expect(all.at(-1)).toMatchObject({ kind: 'acquired', holderId: 'w1' });
+  });
+
   it('opens a prefix that lost one bucket without recreating it; refuses one that lost its meta key', async () => {
     const prefix = fresh();
     const b = await open(REDIS_URL, { keyPrefix: prefix });
