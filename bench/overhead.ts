@@ -92,6 +92,7 @@ async function redisSide(url: string, ns: string): Promise<Side> {
         sc.numberOfKeys,
         layout.m[b]!,
         layout.chg[b]!,
+        layout.historyKey(b, workId),
         workId,
         'bench',
         String(TTL_MS),

@@ -23,6 +23,7 @@ import type {
   DatasetLoss,
   DurabilityOptions,
   ForceReleaseOptions,
+  HistoryEntry,
   LeaseAdmin,
   LeaseBackend,
   LeaseInfo,
@@ -52,6 +53,7 @@ import {
   MAX_MAX_STATE_BYTES,
   MAX_TTL_MS,
 } from '../lease/validate.ts';
+import { checkHistoryRetention, historyAdmin } from './history-admin.ts';
 import { type BackendAddress, effectiveUrl, redactUrl, resolveBackendUrl } from './url.ts';
 
 export interface ResolvedOptions {
@@ -225,6 +227,12 @@ export interface DriverListOptions {
   holderId: string | undefined;
 }
 
+/** The history retention prune applies ({@link PruneOptions.history}), defaults filled in. */
+export interface HistoryPruning {
+  olderThanMs: number;
+  keepPerItem: number;
+}
+
 /** What a backend implements. Arguments arrive validated; ttl is whole milliseconds. */
 export interface LeaseDriver {
   readonly kind: BackendKind;
@@ -247,7 +255,12 @@ export interface LeaseDriver {
     batchId: string | null,
   ): Promise<LeaseInfo>;
   audit(workId: string | undefined, limit: number): Promise<AuditEntry[]>;
-  prune(olderThanMs: number, limit: number): Promise<number>;
+  prune(olderThanMs: number, limit: number, history: HistoryPruning): Promise<number>;
+  /** `before` is an entry id the backend wrote, checked for its shape only. */
+  history(workId: string, before: string | null, limit: number): Promise<HistoryEntry[]>;
+  hold(workId: string, operator: string, reason: string): Promise<LeaseInfo>;
+  unhold(workId: string, operator: string, reason: string): Promise<LeaseInfo>;
+  handoffCheckpoint(workId: string, offset: number, length: number): Promise<StatePage | null>;
   readState(workId: string, offset: number, length: number): Promise<StatePage | null>;
   serverTime(): Promise<Date>;
   serverVersion(): Promise<string>;
@@ -278,6 +291,10 @@ const INSTRUMENTED = [
   'requestRelease',
   'audit',
   'prune',
+  'history',
+  'hold',
+  'unhold',
+  'handoffCheckpoint',
   'readState',
   'serverTime',
   'serverVersion',
@@ -408,13 +425,15 @@ export function createBackend(
       return driver.audit(workId, limit);
     },
     async prune(options: PruneOptions) {
-      const o = checkOptions<PruneOptions>('options', options, ['olderThanMs', 'limit']);
+      const o = checkOptions<PruneOptions>('options', options, ['olderThanMs', 'limit', 'history']);
       const olderThanMs = checkInt('options.olderThanMs', o.olderThanMs, 0, Number.MAX_SAFE_INTEGER, -1);
       if (olderThanMs < 0) throw new InvalidArgumentError('options.olderThanMs is required');
       const limit = checkInt('options.limit', o.limit, 1, 100_000, 1000);
+      const history = checkHistoryRetention(o.history);
       open();
-      return driver.prune(olderThanMs, limit);
+      return driver.prune(olderThanMs, limit, history);
     },
+    ...historyAdmin(driver, open),
     async readState(workId, options: ReadStateOptions = {}) {
       checkId('workId', workId);
       const o = checkOptions<ReadStateOptions>('options', options, ['offset', 'length']);

@@ -42,6 +42,8 @@ export interface LeaseJson {
   version: string;
   /** The pending release request (time ISO 8601, backend clock), or null. */
   releaseRequest: { at: string; operator: string; reason: string } | null;
+  /** The hold on the work item (time ISO 8601, backend clock), or null (docs/history.md). */
+  hold: { at: string; operator: string; reason: string } | null;
 }
 
 export function leaseJson(info: LeaseInfo, status: LeaseStatus): LeaseJson {
@@ -70,6 +72,10 @@ export function leaseJson(info: LeaseInfo, status: LeaseStatus): LeaseJson {
             operator: info.releaseRequest.operator,
             reason: info.releaseRequest.reason,
           },
+    hold:
+      info.hold === undefined || info.hold === null
+        ? null
+        : { at: info.hold.at.toISOString(), operator: info.hold.operator, reason: info.hold.reason },
   };
 }
 

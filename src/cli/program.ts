@@ -9,6 +9,7 @@ import { URL_OPTIONS } from '../backends/url.ts';
 import { packageVersion } from '../version.ts';
 import { auditCommand, parseTimeBound } from './commands/audit.ts';
 import { groupsCommand } from './commands/groups.ts';
+import { addHistoryCommands } from './commands/history.ts';
 import { lsCommand } from './commands/ls.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { parseDuration, pruneCommand } from './commands/prune.ts';
@@ -251,6 +252,8 @@ export function buildProgram(): Command {
       requestReleaseCommand(first, second, opts, globalsOf(cmd)),
     );
 
+  addHistoryCommands(program, globalsOf);
+
   program
     .command('audit')
     .description('the audit log of admin actions (force-releases, release requests), newest first')
@@ -278,7 +281,7 @@ export function buildProgram(): Command {
   program
     .command('prune')
     .description(
-      'remove work items whose lease ended long ago, with their checkpoints (a dry run unless --force); fencing tokens are kept',
+      'remove work items whose lease ended long ago, with their checkpoints (a dry run unless --force; held items are kept), and apply the history retention; fencing tokens are kept',
     )
     .argument('[url]', 'backend URL (default $WORKLEASE_URL)')
     .requiredOption(
@@ -287,6 +290,16 @@ export function buildProgram(): Command {
       parseDuration,
     )
     .option('--force', 'really prune (without it: print what would be pruned and change nothing)')
+    .option(
+      '--history-older-than <duration>',
+      "with --force: also delete work items' history entries older than this (default 30d)",
+      parseDuration,
+    )
+    .option(
+      '--history-keep <n>',
+      'with --force: keep at most this many history entries per work item (default 1000)',
+      parsePositiveInt,
+    )
     .option('--prefix <workIdPrefix>', 'dry run only: show only work ids starting with this')
     .option('--json', 'print JSON: the candidates, and how many were pruned')
     .addHelpText(

@@ -150,7 +150,7 @@ export const AuditEntryWireSchema = z.strictObject({
   id: z.string(),
   at: ms,
   /** `recover`: a lost bucket re-initialised (Redis); it names no work item and no token ('' and '0'). */
-  action: z.enum(['force-release', 'request-release', 'recover']),
+  action: z.enum(['force-release', 'request-release', 'recover', 'hold', 'unhold']),
   workId: z.string().max(512),
   operator: z.string(),
   reason: z.string(),

@@ -37,6 +37,11 @@ export const ErrorCode = {
    * in time: it may or may not survive a failover. Never reported as a success (docs/durability.md).
    */
   NOT_DURABLE: 'NOT_DURABLE',
+  /**
+   * An operator put the work item on hold (admin.hold, docs/history.md): acquire and claim refuse it
+   * until admin.unhold. Waiting does not help, so a waiting claim gives up at once with it.
+   */
+  ON_HOLD: 'ON_HOLD',
   /** Anything else: a bug or an unexpected server reply. */
   INTERNAL: 'INTERNAL',
 } as const;
@@ -138,6 +143,11 @@ export class NotDurableError extends WorkleaseError {
     super(ErrorCode.NOT_DURABLE, message, options);
   }
 }
+export class OnHoldError extends WorkleaseError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.ON_HOLD, message, options);
+  }
+}
 export class InternalError extends WorkleaseError {
   constructor(message: string, options?: ErrorOptions) {
     super(ErrorCode.INTERNAL, message, options);
@@ -157,6 +167,7 @@ const classes: Record<ErrorCode, new (message: string, options?: ErrorOptions) =
   FORBIDDEN: ForbiddenError,
   DATASET_LOST: DatasetLostError,
   NOT_DURABLE: NotDurableError,
+  ON_HOLD: OnHoldError,
   INTERNAL: InternalError,
 };
 

@@ -242,7 +242,13 @@ export async function joinGroup(backend: LeaseBackend, options: GroupOptions): P
         },
       });
     } catch (err) {
-      if (err instanceof WorkleaseError && err.code === ErrorCode.LEASE_HELD) return false;
+      // A held item (docs/history.md) is skipped like one another member holds: it ends no round.
+      if (
+        err instanceof WorkleaseError &&
+        (err.code === ErrorCode.LEASE_HELD || err.code === ErrorCode.ON_HOLD)
+      ) {
+        return false;
+      }
       throw err;
     } finally {
       waits.delete(wait);

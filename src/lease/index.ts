@@ -8,6 +8,7 @@ export { lead } from './election.ts';
 export * from './errors.ts';
 export type { GroupMember, GroupOptions, RevokeReason } from './group.ts';
 export { joinGroup, memberWorkId } from './group.ts';
+export { DEFAULT_HISTORY_KEEP_PER_ITEM, DEFAULT_HISTORY_MAX_AGE_MS } from './history-types.ts';
 export type {
   ClaimOptions,
   HeartbeatOptions,

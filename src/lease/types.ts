@@ -29,7 +29,10 @@
  *
  * All durations are milliseconds and say so in their names (`ttlMs`).
  */
+import type { HistoryEntry, HistoryOptions, HistoryRetention, Hold, HoldOptions } from './history-types.ts';
 import type { TelemetryOptions } from './telemetry.ts';
+
+export type * from './history-types.ts';
 
 /** A currently held lease as its holder knows it. Returned by `acquire`, passed back to every other call. */
 export interface LeaseRecord {
@@ -105,6 +108,11 @@ export interface LeaseInfo {
    * work item changes hands or ends (acquire, release, force-release, prune).
    */
   releaseRequest: ReleaseRequest | null;
+  /**
+   * The operator's hold on the work item ({@link LeaseAdmin.hold}), or null when it is not held.
+   * Absent on backends that predate holds.
+   */
+  hold?: Hold | null;
   /**
    * Bumped by every write to this work item. With `fencingToken` it orders the
    * versions of one lease row: (token, version) strictly increases.
@@ -184,8 +192,11 @@ export interface RequestReleaseOptions {
   reason: string;
 }
 
-/** `recover` (Redis only): an operator re-initialised a lost bucket (`worklease recover`); it names no work item. */
-export type AuditAction = 'force-release' | 'request-release' | 'recover';
+/**
+ * `recover` (Redis only): an operator re-initialised a lost bucket (`worklease recover`); it names no
+ * work item. `hold` / `unhold`: docs/history.md.
+ */
+export type AuditAction = 'force-release' | 'request-release' | 'recover' | 'hold' | 'unhold';
 
 export interface AuditEntry {
   /** Opaque, unique per backend. */
@@ -197,7 +208,7 @@ export interface AuditEntry {
   reason: string;
   oldHolderId: string;
   oldToken: bigint;
-  /** For a request-release, equal to `oldToken`: a request does not change the token. */
+  /** For a request-release, hold and unhold, equal to `oldToken`: they do not change the token. */
   newToken: bigint;
   /** The {@link ForceReleaseOptions.batchId} the entry was written with; null when none. */
   batchId: string | null;
@@ -231,6 +242,8 @@ export interface PruneOptions {
   olderThanMs: number;
   /** At most this many in one call; default 1000. */
   limit?: number;
+  /** How long a work item's history is kept (docs/history.md); defaults apply when absent. */
+  history?: HistoryRetention;
 }
 
 /**
@@ -304,7 +317,36 @@ export interface LeaseAdmin {
    */
   requestRelease(workId: string, options: RequestReleaseOptions): Promise<LeaseInfo>;
   audit(options?: AuditOptions): Promise<AuditEntry[]>;
-  /** Deletes ended work items (their checkpoints too); tokens continue where they were. Returns how many. */
+  /**
+   * The ownership changes of `workId`, newest first (docs/history.md). Empty for a work item never
+   * acquired. INVALID_ARGUMENT for a bad id, limit or `before`.
+   */
+  history(workId: string, options?: HistoryOptions): Promise<HistoryEntry[]>;
+  /**
+   * Puts `workId` on hold: until {@link unhold}, acquire (and so claim) fails with ON_HOLD. A live
+   * lease is not fenced: its holder goes on until it releases or the operator force-releases it.
+   * Audited (`hold`) and in the history (`held`). Holding a held item writes nothing and returns it
+   * with the first hold. NOT_FOUND when the work item has no lease (never acquired, or pruned).
+   * Returns the lease after the call, with {@link LeaseInfo.hold} set.
+   */
+  hold(workId: string, options: HoldOptions): Promise<LeaseInfo>;
+  /**
+   * Lifts the hold: acquire works again. Audited (`unhold`) and in the history (`unheld`).
+   * Unholding an item not held writes nothing. NOT_FOUND as {@link hold}.
+   */
+  unhold(workId: string, options: HoldOptions): Promise<LeaseInfo>;
+  /**
+   * The checkpoint as it was at the work item's last handoff (when the current or last lease was
+   * acquired), one page at a time like {@link readState}: its `fencingToken` is the token of the
+   * lease it was handed to. Null when the work item has no lease or no checkpoint was stored at
+   * its last handoff. Kept by acquire, at no cost to renew or checkpoint.
+   */
+  handoffCheckpoint(workId: string, options?: ReadStateOptions): Promise<StatePage | null>;
+  /**
+   * Deletes ended work items (their checkpoints too; held items are kept); tokens continue where
+   * they were. Also applies the history retention ({@link PruneOptions.history}). Returns how many
+   * work items it deleted.
+   */
   prune(options: PruneOptions): Promise<number>;
   /**
    * Reads stored checkpoint bytes for operators, without a lease record, one page at a time

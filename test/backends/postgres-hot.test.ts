@@ -226,6 +226,8 @@ describe('HOT renews on postgres', () => {
       [s],
     );
     expect(domains.rows).toEqual([
+      // Migration 13's, of the history table.
+      { typname: 'history_kind', convalidated: true },
       { typname: 'lease_end', convalidated: true },
       { typname: 'lease_op', convalidated: true },
       { typname: 'lease_predecessor_end', convalidated: true },
@@ -285,7 +287,10 @@ describe('HOT renews on postgres', () => {
     backends.push(b);
     expect(await objects()).toEqual([
       'function acquire_late',
+      // Migration 13's (docs/history.md).
+      'function lease_expired',
       'function lease_held',
+      'function lease_on_hold',
       'function lease_refused',
     ]);
     const listener = new pg.Client({ connectionString: PG_URL });

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LeaseBackend } from '../../src/index.ts';
 import { openBackend } from '../../src/index.ts';
 import { run } from '../cli/support.ts';
-import { PG_URL } from '../support/backends.ts';
+import { codeOf, PG_URL } from '../support/backends.ts';
 
 const tag = randomBytes(4).toString('hex');
 const MIGRATOR = `wl_migrate_${tag}`;
@@ -31,6 +31,8 @@ function runtimeGrants(schema: string, role: string): string[] {
     `GRANT SELECT, INSERT, UPDATE ON ${s}.leases TO ${role}`,
     `GRANT SELECT, INSERT, UPDATE, DELETE ON ${s}.lease_states TO ${role}`,
     `GRANT SELECT, INSERT ON ${s}.audit TO ${role}`,
+    `GRANT SELECT, INSERT, DELETE ON ${s}.history TO ${role}`,
+    `GRANT SELECT, INSERT, UPDATE, DELETE ON ${s}.handoff_states TO ${role}`,
   ];
 }
 
@@ -96,7 +98,21 @@ describe('PostgreSQL with a migration role and a least-privilege runtime role', 
     });
     expect((await b.admin.changes({ cursor })).changes.map((c) => c.kind)).toContain('force-released');
     expect((await b.admin.audit()).map((e) => e.action)).toEqual(['force-release']);
-    expect(await b.admin.prune({ olderThanMs: 0 })).toBe(1);
+    // History and holds (docs/history.md) with the runtime grants.
+    expect(new TextDecoder().decode((await b.admin.handoffCheckpoint('job-1'))?.bytes)).toBe('{"n":1}');
+    await b.admin.hold('job-1', { operator: 'op', reason: 'poison' });
+    expect(await codeOf(b.acquire('job-1', 'worker-3', 30_000))).toBe('ON_HOLD');
+    await b.admin.unhold('job-1', { operator: 'op', reason: 'fixed' });
+    expect((await b.admin.history('job-1')).map((e) => e.kind)).toEqual([
+      'unheld',
+      'held',
+      'force-released',
+      'acquired',
+      'released',
+      'acquired',
+    ]);
+    expect(await b.admin.prune({ olderThanMs: 0, history: { olderThanMs: 0 } })).toBe(1);
+    expect(await b.admin.history('job-1')).toEqual([]);
 
     // Nothing was created by the runtime role: the schema and every table are the migration role's.
     const { rows } = await admin.query<{ owner: string }>(

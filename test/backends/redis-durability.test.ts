@@ -356,6 +356,69 @@ describe('dataset identity at open (shared server, own prefixes)', () => {
     for (const key of L.ix) expect(await r.get(key), key).toMatch(/^\d+-\d+ \d+$/);
   });
 
+  it('upgrades layout 5 in place by its number: leases kept, then holds and history work', async () => {
+    // Layout 5 had no history streams, handoff keys or hold hashes: a layout 5 lease has none.
+    const prefix = fresh();
+    const b = await open(REDIS_URL, { keyPrefix: prefix });
+    const rec = await b.acquire('kept5', 'h', LIVE);
+    await b.checkpoint(rec, Buffer.from('s5'), LIVE);
+    await b.close();
+    const r = admin();
+    const L = new Layout(prefix, DEFAULT_BUCKETS);
+    const bucket = L.bucketOf('kept5');
+    await r.del(L.historyKey(bucket, 'kept5'), L.handoffKey(bucket, 'kept5'), L.hold[bucket]!);
+    await r.hset(L.meta, 'layout', '5');
+    const refused = await openBackend(REDIS_URL, { keyPrefix: prefix, migrate: false }).catch(
+      (e: unknown) => e,
+    );
+    expect(codeOf(refused)).toBe('SCHEMA_MISMATCH');
+    expect((refused as Error).message).toContain('to upgrade it in place');
+    const u = await open(REDIS_URL, { keyPrefix: prefix });
+    expect(await r.hget(L.meta, 'layout')).toBe(String(LAYOUT_VERSION));
+    expect(await u.admin.history('kept5')).toEqual([]);
+    expect(await u.admin.get('kept5')).toMatchObject({ fencingToken: rec.fencingToken, hold: null });
+    await u.admin.hold('kept5', { operator: 'op', reason: 'r' });
+    await u.release(rec);
+    expect(codeOf(await u.acquire('kept5', 'h2', LIVE).catch((e: unknown) => e))).toBe('ON_HOLD');
+    await u.admin.unhold('kept5', { operator: 'op', reason: 'r' });
+    const next = await u.acquire('kept5', 'h2', LIVE);
+    expect((await u.admin.history('kept5')).map((e) => e.kind)).toEqual([
+      'acquired',
+      'unheld',
+      'released',
+      'held',
+    ]);
+    expect((await u.admin.handoffCheckpoint('kept5'))?.fencingToken).toBe(next.fencingToken);
+  });
+
+  it('cuts a history list to its newest 1 000 entries at write', { timeout: 120_000 }, async () => {
+    const prefix = fresh();
+    const b = await open(REDIS_URL, { keyPrefix: prefix });
+    const L = new Layout(prefix, DEFAULT_BUCKETS);
+    let last = await b.acquire('busy', 'w0', LIVE);
+    await b.release(last);
+    for (let i = 1; i <= 500; i++) {
+      last = await b.acquire('busy', `w${i}`, LIVE);
+      await b.release(last);
+    }
+    // 1 002 entries written: the two oldest (w0's) are gone, the newest kept.
+    expect(await admin().llen(L.historyKey(L.bucketOf('busy'), 'busy'))).toBe(1000);
+    const newest = await b.admin.history('busy', { limit: 1 });
+    expect(newest.map((e) => `${e.kind} ${e.holderId}#${e.token}`)).toEqual([
+      `released w500#${last.fencingToken}`,
+    ]);
+    let before = newest[0]!.id;
+    const all = [...newest];
+    for (;;) {
+      const page = await b.admin.history('busy', { limit: 1000, before });
+      if (page.length === 0) break;
+      all.push(...page);
+      before = page.at(-1)!.id;
+    }
+    expect(all).toHaveLength(1000);
+    expect(all.at(-1)).toMatchObject({ kind: 'acquired', holderId: 'w1' });
+  });
+
   it('opens a prefix that lost one bucket without recreating it; refuses one that lost its meta key', async () => {
     const prefix = fresh();
     const b = await open(REDIS_URL, { keyPrefix: prefix });

@@ -50,6 +50,7 @@ export async function expectLeaseInfoReadsAgree(b: LeaseBackend): Promise<void> 
   }
   await b.checkpoint(second, new Uint8Array([4, 5, 6, 7]), 60_000);
   await b.release(second);
+  await b.admin.hold(id, { operator: 'op', reason: 'every field' });
 
   const got = await b.admin.get(id);
   expect(got).not.toBeNull();
@@ -64,6 +65,7 @@ export async function expectLeaseInfoReadsAgree(b: LeaseBackend): Promise<void> 
     cleanHandoff: true,
     predecessorEnd: 'released',
     ended: 'released',
+    hold: { operator: 'op', reason: 'every field' },
   });
   const info = got as LeaseInfo;
 
@@ -71,8 +73,11 @@ export async function expectLeaseInfoReadsAgree(b: LeaseBackend): Promise<void> 
   expectSameFields(await fromChanges(b, cursor, id), info, 'changes');
 
   // forceRelease returns the row it wrote; get must read back exactly that.
+  await b.admin.unhold(id, { operator: 'op', reason: 'every field' });
   const third = await b.acquire(id, 'holder-3', 60_000, { stepId: 'step-3' });
   await b.checkpoint(third, new Uint8Array([8]), 60_000);
+  // A hold does not fence the live lease; the force-release keeps it.
+  await b.admin.hold(id, { operator: 'op', reason: 'every field' });
   const forced = await b.admin.forceRelease(id, {
     expectedToken: third.fencingToken,
     operator: 'test',
@@ -85,6 +90,7 @@ export async function expectLeaseInfoReadsAgree(b: LeaseBackend): Promise<void> 
   expectSameFields(await fromChanges(b, cursor, id), forced, 'changes after forceRelease');
 
   // requestRelease returns the row it wrote, request included; every read agrees with it.
+  await b.admin.unhold(id, { operator: 'op', reason: 'every field' });
   const fourth = await b.acquire(id, 'holder-4', 60_000, { stepId: 'step-4' });
   await b.checkpoint(fourth, new Uint8Array([9]), 60_000);
   const requested = await b.admin.requestRelease(id, {

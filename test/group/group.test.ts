@@ -207,6 +207,32 @@ describe('groups on postgres, with real processes', () => {
     expect((await backend.admin.list({ workIdPrefix: 'group:g:' })).items).toEqual([]);
   });
 
+  it('skips a held item: the member takes the others, and the held one once unheld', async () => {
+    const workIds = ['held-1', 'held-2', 'held-3'];
+    await backend.release(await backend.acquire('held-2', 'setup', 60_000));
+    await backend.admin.hold('held-2', { operator: 'alice', reason: 'poison item' });
+    const member = await joinGroup(backend, {
+      group: 'held',
+      holderId: 'a',
+      workIds,
+      ttlMs: 60_000,
+      rebalanceMs: 100,
+      onAssigned: () => {},
+    });
+    try {
+      // The held item failed ON_HOLD without ending the round: the item after it was taken too.
+      expect(member.held).toEqual(['held-1', 'held-3']);
+      expect((await backend.admin.get('held-2'))?.holderId).toBe('setup');
+      await backend.admin.unhold('held-2', { operator: 'alice', reason: 'fixed' });
+      const deadline = Date.now() + 60_000;
+      while (member.held.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect([...member.held].sort()).toEqual(workIds);
+      expect((await backend.admin.get('held-2'))?.holderId).toBe('a');
+    } finally {
+      await member.leave();
+    }
+  });
+
   it('renews the membership and item leases every intervalMs', async () => {
     const workIds = ['beat-1', 'beat-2'];
     const member = await joinGroup(backend, {

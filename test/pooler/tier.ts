@@ -1,7 +1,8 @@
 /**
  * The PgBouncer tier: Debian's PgBouncer, started here on a private loopback port in front of the
  * shared PostgreSQL with its default settings plus `pool_mode` and a small pool (3 server
- * connections per database and user), and through it: the whole conformance suite, a chaos run
+ * connections per database and user), and through it: the whole conformance suite (history and
+ * holds included), a chaos run
  * of two schemas at once on that one pool (each run checked against its own holders' writes), the
  * settings a call needs reaching the server per transaction, application_name passed through,
  * and waiting acquires (LISTEN in session mode, the change-feed poll in transaction mode).
@@ -12,6 +13,7 @@ import { type PoolMode, startPgBouncer } from '../../src/chaos/postgres-servers.
 import { type ChaosResult, runChaos } from '../../src/chaos/runner.ts';
 import { claim, type LeaseBackend, LeaseHeldError, openBackend } from '../../src/index.ts';
 import { defineConformance } from '../conformance/contract.ts';
+import { defineHistory } from '../conformance/history.ts';
 import { PG_URL, uniqueNamespace } from '../support/backends.ts';
 import { dropNamespace } from '../support/faults.ts';
 import { holdRow } from '../support/row-lock.ts';
@@ -37,6 +39,7 @@ export async function definePoolerTier(mode: PoolMode): Promise<void> {
 
   const database = new URL(PG_URL).pathname.slice(1);
   defineConformance({ kind: 'postgres', url, cut: () => bouncer.cut(database) });
+  defineHistory({ kind: 'postgres', url });
 
   describe(`PostgreSQL behind PgBouncer (pool_mode=${mode})`, () => {
     const opened: LeaseBackend[] = [];

@@ -5,6 +5,7 @@
 import { InternalError, NotFoundError } from '../../lease/errors.ts';
 import type { AuditEntry, LeaseInfo, StatePage } from '../../lease/types.ts';
 import { forceConflict, requestConflict } from '../common.ts';
+import { readHold } from './history.ts';
 import { catchUp } from './indexes.ts';
 import { compareStreamIds } from './layout.ts';
 import { fieldMap, parsePacked } from './packed.ts';
@@ -24,14 +25,14 @@ export async function forceRelease(
     'forceRelease',
     S.forceRelease,
     b,
-    [L.m[b]!, L.chg[b]!, L.aud[b]!],
+    [L.m[b]!, L.chg[b]!, L.aud[b]!, L.historyKey(b, workId)],
     [workId, expectedToken.toString(), operator, reason, batchId ?? ''],
   );
   if (typeof reply === 'string') {
     if (io.durable) await io.confirm('forceRelease', b);
     const info = parsePacked(workId, reply);
     if (info === null) throw new InternalError(`force-release of '${workId}' returned no lease`);
-    return info;
+    return readHold(io, 'forceRelease', info);
   }
   switch (reply[0]) {
     case 'NOTFOUND':
@@ -58,13 +59,13 @@ export async function requestRelease(
     'requestRelease',
     S.requestRelease,
     b,
-    [L.m[b]!, L.chg[b]!, L.aud[b]!],
+    [L.m[b]!, L.chg[b]!, L.aud[b]!, L.historyKey(b, workId)],
     [workId, expectedToken.toString(), operator, reason, JSON.stringify(reason)],
   );
   if (typeof reply === 'string') {
     const info = parsePacked(workId, reply);
     if (info === null) throw new InternalError(`request-release of '${workId}' returned no lease`);
-    return info;
+    return readHold(io, 'requestRelease', info);
   }
   switch (reply[0]) {
     case 'NOTFOUND':
@@ -96,7 +97,10 @@ export async function audit(io: Sender, workId: string | undefined, limit: numbe
     return {
       id: `b${bucket}:${id}`,
       at: new Date(at === undefined ? Number(id.split('-')[0]) : Number(at)),
-      action: action === 'request-release' || action === 'recover' ? action : 'force-release',
+      action:
+        action === 'request-release' || action === 'recover' || action === 'hold' || action === 'unhold'
+          ? action
+          : 'force-release',
       workId: m.get('workId') ?? '',
       operator: m.get('operator') ?? '',
       reason:
@@ -146,7 +150,7 @@ export async function prune(io: Sender, olderThanMs: number, limit: number): Pro
       'prune',
       S.prune,
       b,
-      [L.exp[b]!, L.ids[b]!, L.chg[b]!, L.m[b]!],
+      [L.exp[b]!, L.ids[b]!, L.chg[b]!, L.m[b]!, L.hold[b]!],
       [olderThanMs, limit - total, L.statePrefixes[b]!],
     );
     total += Number(n);

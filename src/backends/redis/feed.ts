@@ -6,6 +6,7 @@
 import type { Redis } from 'ioredis';
 import type { ChangeBatch, ChangeKind, LeaseChange } from '../../lease/types.ts';
 import { createSubscriber, type RedisClient } from './connection.ts';
+import { addHolds } from './history.ts';
 import { compareStreamIds, decodeChangeCursor, encodeChangeCursor } from './layout.ts';
 import { parsePacked } from './packed.ts';
 import { S, type Sender, sleep } from './send.ts';
@@ -100,6 +101,7 @@ export async function changes(io: Sender, cursor: string, limit: number): Promis
       version: lease.version,
     });
   }
+  await addHolds(io, changes);
   return { changes, cursor: encodeChangeCursor(next), gap: false };
 }
 

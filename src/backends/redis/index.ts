@@ -36,6 +36,7 @@ import type {
   CheckpointRead,
   CheckpointResult,
   DatasetLoss,
+  HistoryEntry,
   LeaseBackend,
   LeaseInfo,
   LeasePage,
@@ -49,6 +50,7 @@ import type {
 import {
   createBackend,
   type DriverListOptions,
+  type HistoryPruning,
   type LeaseDriver,
   type ResolvedOptions,
   resolveTarget,
@@ -60,6 +62,7 @@ import { createClient, parseRedisUrl, type RedisClient, type RedisTarget } from 
 import { withTlsHint } from './diagnose.ts';
 import { classifyRedisError } from './errors.ts';
 import { ChangeWatch, changeCursor, changes } from './feed.ts';
+import * as history from './history.ts';
 import { Layout } from './layout.ts';
 import { count, list } from './listing.ts';
 import { checkLayout, connect, selectDb } from './open.ts';
@@ -70,6 +73,7 @@ import { type Nullable, S, Sender } from './send.ts';
 import { keepConnecting, MasterFollower, SentinelWatch } from './sentinel.ts';
 
 export { parseRedisUrl } from './connection.ts';
+
 export { Layout } from './layout.ts';
 
 class RedisDriver implements LeaseDriver {
@@ -194,7 +198,7 @@ class RedisDriver implements LeaseDriver {
       'acquire',
       S.acquire,
       b,
-      [L.m[b]!, L.chg[b]!],
+      [L.m[b]!, L.chg[b]!, L.historyKey(b, workId)],
       stepId === null ? [workId, holderId, ttl, deadline] : [workId, holderId, ttl, stepId, deadline],
     );
     if (typeof reply === 'string') {
@@ -222,6 +226,7 @@ class RedisDriver implements LeaseDriver {
         { details: { workId, deadlineMs: Number(deadline), serverMs: Number(reply[1]) } },
       );
     }
+    if (reply[0] === 'ONHOLD') throw history.onHoldError(workId, String(reply[1]));
     if (reply[0] === 'HELD') {
       const expiresAt = new Date(Number(reply[3]));
       throw new LeaseHeldError(
@@ -292,7 +297,7 @@ class RedisDriver implements LeaseDriver {
       'release',
       S.release,
       b,
-      [L.m[b]!, L.chg[b]!],
+      [L.m[b]!, L.chg[b]!, L.historyKey(b, record.workId)],
       [record.workId, record.fencingToken.toString()],
     );
     this.guarded(record, reply);
@@ -348,8 +353,13 @@ class RedisDriver implements LeaseDriver {
 
   async get(workId: string): Promise<LeaseInfo | null> {
     const L = this.io.layout;
-    const packed = await this.io.send<Nullable>('get', 'hget', [L.m[L.bucketOf(workId)]!, workId]);
-    return packed === null ? null : parsePacked(workId, packed);
+    const b = L.bucketOf(workId);
+    const [packed, held] = await Promise.all([
+      this.io.send<Nullable>('get', 'hget', [L.m[b]!, workId]),
+      this.io.send<Nullable>('get', 'hget', [L.hold[b]!, workId]),
+    ]);
+    const info = packed === null ? null : parsePacked(workId, packed);
+    return info === null ? null : history.withHold(info, held);
   }
 
   count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number> {
@@ -383,12 +393,30 @@ class RedisDriver implements LeaseDriver {
     return admin.audit(this.io, workId, limit);
   }
 
-  prune(olderThanMs: number, limit: number): Promise<number> {
-    return admin.prune(this.io, olderThanMs, limit);
+  async prune(olderThanMs: number, limit: number, retention: HistoryPruning): Promise<number> {
+    const n = await admin.prune(this.io, olderThanMs, limit);
+    await history.pruneHistory(this.io, retention);
+    return n;
   }
 
   readState(workId: string, offset: number, length: number): Promise<StatePage | null> {
     return admin.readState(this.io, workId, offset, length);
+  }
+
+  history(workId: string, before: string | null, limit: number): Promise<HistoryEntry[]> {
+    return history.history(this.io, workId, before, limit);
+  }
+
+  hold(workId: string, operator: string, reason: string): Promise<LeaseInfo> {
+    return history.hold(this.io, workId, operator, reason, true);
+  }
+
+  unhold(workId: string, operator: string, reason: string): Promise<LeaseInfo> {
+    return history.hold(this.io, workId, operator, reason, false);
+  }
+
+  handoffCheckpoint(workId: string, offset: number, length: number): Promise<StatePage | null> {
+    return history.handoffCheckpoint(this.io, workId, offset, length);
   }
 
   serverTime(): Promise<Date> {

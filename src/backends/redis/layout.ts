@@ -1,5 +1,5 @@
 /**
- * Key layout of the Redis backend (layout version 5). Nothing here does I/O.
+ * Key layout of the Redis backend (layout version 6). Nothing here does I/O.
  *
  * A work id maps to one of B buckets (B is fixed when the prefix is created and
  * stored in `<prefix>:meta`). Every key of a bucket carries the hash tag
@@ -11,7 +11,7 @@
  *
  * | key                         | type    | holds                                                          |
  * |-----------------------------|---------|----------------------------------------------------------------|
- * | `<P>:meta`                  | hash    | `layout` (5), `buckets` (B), `dataset` (id), `ready` (1), `created_at` (ms) |
+ * | `<P>:meta`                  | hash    | `layout` (6), `buckets` (B), `dataset` (id), `ready` (1), `created_at` (ms) |
  * | `<P>:{<P>:b<n>}:id`         | string  | the dataset id, the same in every bucket (see Dataset identity) |
  * | `<P>:{<P>:b<n>}:m`          | hash    | workId → the lease, packed (see below); after a prune, a tombstone: the last token |
  * | `<P>:{<P>:b<n>}:s:<workId>` | string  | the checkpoint bytes of one work item                          |
@@ -20,7 +20,10 @@
  * | `<P>:{<P>:b<n>}:exp`        | zset    | workId → expires_at ms, a lower bound (see scripts.ts), for prune (see Indexes) |
  * | `<P>:{<P>:b<n>}:ix`         | string  | `<stream id> <ordinal>`: the last change entry the indexes hold (see Indexes) |
  * | `<P>:{<P>:b<n>}:chg`        | stream  | change feed (acquire, release, force-release, request-release, prune; not renew or checkpoint), one field `c` = kind LF workId LF packed lease, `MAXLEN ~ 10000`; also, on a Cluster, the name of the shard channel on which every write that adds a change entry SPUBLISHes an empty message (wakes idle change readers; on standalone Redis they block in XREAD on the streams instead) |
- * | `<P>:{<P>:b<n>}:aud`        | stream  | admin audit log (force-release, request-release), `MAXLEN ~ 10000` |
+ * | `<P>:{<P>:b<n>}:aud`        | stream  | admin audit log (force-release, request-release, hold, unhold, recover), `MAXLEN ~ 10000` |
+ * | `<P>:{<P>:b<n>}:hold`       | hash    | workId → `at LF operator LF reason` of each work item on hold (layout 6, docs/history.md) |
+ * | `<P>:{<P>:b<n>}:h:<workId>` | list    | the work item's history (layout 6), newest first: one string per ownership change (scripts.ts, historyPush), cut to 1000 entries at write and by prune's retention; outlives the lease (prune keeps it) |
+ * | `<P>:{<P>:b<n>}:ho:<workId>`| string  | the checkpoint as it was at the last handoff (copied by acquire, layout 6) |
  *
  * (`<P>` is the key prefix.) A packed lease is the {@link INFO_FIELDS} values
  * as decimal strings or words joined by LF ('' for none); LF cannot occur in
@@ -64,6 +67,14 @@
  * every fleet every 2 s, keeps the indexes caught up. Processes running layout 3 or 4 code must
  * be stopped first.
  *
+ * History and holds (layout 6, docs/history.md). The scripts that change who holds a work item
+ * (acquire, release, force-release, request-release, prune) and hold / unhold append to the item's
+ * history list `h:<workId>`, in the bucket's slot; renew and checkpoint do not. acquire refuses
+ * (ON_HOLD) a work item in the bucket's `hold` hash, and copies the checkpoint it hands over to
+ * `ho:<workId>`. Layout 5 leases read unchanged, so the upgrade from 5 changes the layout number
+ * only; a layout 5 process would ignore holds and write no history, hence the new number: it
+ * refuses layout 6. Processes running layout 5 code must be stopped first.
+ *
  * Lease data carries no Redis TTL: an expired lease stays visible to operators
  * until an explicit prune.
  *
@@ -94,17 +105,22 @@
  */
 import { InvalidArgumentError } from '../../lease/errors.ts';
 
-export const LAYOUT_VERSION = 5;
+export const LAYOUT_VERSION = 6;
 /** An older layout, upgraded in place on migrate by adding dataset ids (see Dataset identity). */
 export const UPGRADABLE_LAYOUT = 2;
 /**
  * The previous layouts, upgraded in place on migrate by their number alone (see The release
  * request, and Indexes: their indexes are rebuilt from the bucket hashes when first read).
  */
-export const RENUMBERED_LAYOUTS: readonly number[] = [3, 4];
+export const RENUMBERED_LAYOUTS: readonly number[] = [3, 4, 5];
 export const DEFAULT_BUCKETS = 32;
 /** Approximate cap of each bucket's change stream and audit stream (entries). */
 export const STREAM_MAXLEN = 10_000;
+/**
+ * Cap of each work item's history list at write: the default of prune's
+ * `history.keepPerItem` (lease/history-types.ts), which trims exactly.
+ */
+export const HISTORY_MAXLEN = 1000;
 
 /**
  * The fields of a packed lease, in order. The checkpoint bytes are deliberately
@@ -179,6 +195,10 @@ export class Layout {
   readonly aud: readonly string[];
   /** The bucket's dataset id key (see Dataset identity). */
   readonly id: readonly string[];
+  /** The bucket's holds: workId → at LF operator LF reason (see History and holds). */
+  readonly hold: readonly string[];
+  /** `<prefix>:{<prefix>:b<n>}:` — the per-item keys are this plus `h:`, `ho:`, `s:`, `t:` and the work id. */
+  readonly bases: readonly string[];
   private readonly streamBuckets: Map<string, number>;
 
   constructor(
@@ -201,6 +221,8 @@ export class Layout {
     this.chg = base.map((k) => `${k}:chg`);
     this.aud = base.map((k) => `${k}:aud`);
     this.id = base.map((k) => `${k}:id`);
+    this.hold = base.map((k) => `${k}:hold`);
+    this.bases = base.map((k) => `${k}:`);
     this.streamBuckets = new Map(this.chg.map((k, b) => [k, b]));
   }
 
@@ -223,6 +245,16 @@ export class Layout {
     return this.stagingPrefixes[bucket] + workId;
   }
 
+  /** The work item's history list (see History and holds). */
+  historyKey(bucket: number, workId: string): string {
+    return `${this.bases[bucket]}h:${workId}`;
+  }
+
+  /** The checkpoint at the work item's last handoff (see History and holds). */
+  handoffKey(bucket: number, workId: string): string {
+    return `${this.bases[bucket]}ho:${workId}`;
+  }
+
   /** Every key a lease call on `workId` may touch, the stream key also its channel (for tests and operators). */
   keysOf(workId: string): string[] {
     const b = this.bucketOf(workId);
@@ -236,6 +268,9 @@ export class Layout {
       this.aud[b]!,
       this.id[b]!,
       this.stagingKey(b, workId),
+      this.hold[b]!,
+      this.historyKey(b, workId),
+      this.handoffKey(b, workId),
     ];
   }
 }

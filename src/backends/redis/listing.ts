@@ -4,6 +4,7 @@
  */
 import type { LeaseInfo, LeasePage } from '../../lease/types.ts';
 import type { DriverListOptions } from '../common.ts';
+import { withHold } from './history.ts';
 import { catchUpAll } from './indexes.ts';
 import { compareUtf8, decodeListCursor, encodeListCursor } from './layout.ts';
 import { parsePacked } from './packed.ts';
@@ -16,7 +17,9 @@ import type { Arg, Nullable, Sender } from './send.ts';
  * (a Lua loop reading each lease cost about twice the server time of the commands themselves).
  * Not atomic, and need not be: a lease removed between the two commands is skipped, one added is
  * not among the ids; either way it did not exist for the whole walk.
- * `last` is the last id examined; `done` means the bucket has no ids after it.
+ * `last` is the last id examined; `done` means the bucket has no ids after it. The holds of the
+ * found leases (layout.ts, History and holds) are read by an HMGET of the bucket's hold hash sent
+ * with the leases' (pipelined: no round trip more) and put into `holds`.
  */
 async function scanBucket(
   io: Sender,
@@ -26,6 +29,7 @@ async function scanBucket(
   want: number,
   holderId: string | undefined,
   cap: number,
+  holds: Map<string, string>,
 ): Promise<{ done: boolean; last: string | null; found: string[] }> {
   const L = io.layout;
   const found: string[] = [];
@@ -35,13 +39,18 @@ async function scanBucket(
     const chunk = Math.min(cap - scanned, Math.max(want - found.length / 2, 64));
     const ids = await io.send<string[]>('list', 'zrangebylex', [L.ids[b]!, min, max, 'LIMIT', 0, chunk]);
     if (ids.length === 0) return { done: true, last, found };
-    const leases = await io.send<Nullable[]>('list', 'hmget', [L.m[b]!, ...ids]);
+    const [leases, held] = await Promise.all([
+      io.send<Nullable[]>('list', 'hmget', [L.m[b]!, ...ids]),
+      io.send<Nullable[]>('list', 'hmget', [L.hold[b]!, ...ids]),
+    ]);
     let i = 0;
     for (; i < ids.length; i++) {
       const lease = leases[i];
       if (lease === null || lease === undefined) continue;
       if (holderId !== undefined && !(lease.startsWith(holderId) && lease.charCodeAt(holderId.length) === 10))
         continue;
+      const hold = held[i];
+      if (hold !== null && hold !== undefined) holds.set(ids[i]!, hold);
       found.push(ids[i]!, lease);
       if (found.length / 2 >= want) break;
     }
@@ -108,6 +117,7 @@ export async function list(io: Sender, options: DriverListOptions): Promise<Leas
   const max: Arg =
     prefix === null ? '+' : Buffer.concat([Buffer.from(`[${prefix}`, 'utf8'), Buffer.from([0xff])]);
   const items: LeaseInfo[] = [];
+  const holds = new Map<string, string>();
   for (let round = 0; round < 16; round++) {
     const min =
       after !== null && (prefix === null || compareUtf8(after, prefix) >= 0)
@@ -122,7 +132,9 @@ export async function list(io: Sender, options: DriverListOptions): Promise<Leas
     const share = want / L.buckets;
     const perBucket = Math.min(want, Math.ceil(share + 2 * Math.sqrt(share)) + 8);
     const replies = await Promise.all(
-      L.ids.map((_, b) => scanBucket(io, b, min, max, perBucket, options.holderId, Math.max(perBucket, 500))),
+      L.ids.map((_, b) =>
+        scanBucket(io, b, min, max, perBucket, options.holderId, Math.max(perBucket, 500), holds),
+      ),
     );
     // Leases up to the smallest last-examined id of an unfinished bucket are complete.
     let frontier: string | null = null;
@@ -143,7 +155,7 @@ export async function list(io: Sender, options: DriverListOptions): Promise<Leas
     for (let k = 0; k < n; k++) {
       const i = rows[k]!;
       const info = parsePacked(all[i]!, all[i + 1]!);
-      if (info !== null) items.push(info);
+      if (info !== null) items.push(withHold(info, holds.get(all[i]!)));
     }
     if (rows.length >= want) {
       const last = all[rows[want - 1]!]!;

@@ -99,7 +99,7 @@
  * + SPUBLISH on a Cluster), the new hash field, the dataset check's GET and the token arithmetic. At 1 in flight the
  * server runs each call from cold caches and every figure about doubles.
  */
-import { INFO_FIELDS, STREAM_MAXLEN } from './layout.ts';
+import { HISTORY_MAXLEN, INFO_FIELDS, STREAM_MAXLEN } from './layout.ts';
 
 /** Lua local names of the packed lease's fields, in INFO_FIELDS order. */
 const NAMES = [
@@ -130,10 +130,10 @@ if (NAMES.length !== INFO_FIELDS.length + 1) throw new Error('NAMES and INFO_FIE
 const PATTERN = `^${INFO_FIELDS.map(() => '([^\\n]*)').join('\\n')}(.*)$`;
 
 /** Splits the packed lease in `m` into the locals NAMES (all nil when `m` is a tombstone). */
-const UNPACK = `local ${NAMES.join(', ')} = string.match(m, '${PATTERN}')`;
+export const UNPACK = `local ${NAMES.join(', ')} = string.match(m, '${PATTERN}')`;
 
 /** The Lua expression of a packed lease: the locals NAMES, some replaced by other expressions. */
-function pack(changed: Partial<Record<Name, string>>): string {
+export function pack(changed: Partial<Record<Name, string>>): string {
   const fields = NAMES.filter((n) => n !== 'rq').map((n) => changed[n] ?? n);
   return `${fields.join(" .. '\\n' .. ")} .. ${changed.rq ?? 'rq'}`;
 }
@@ -223,10 +223,10 @@ function split(
 const identity = (idKey: string): string => `
 local dataset = redis.call('GET', ${idKey})
 if dataset ~= ARGV[#ARGV] then return {'LOST', dataset} end`;
-const IDENTITY = identity('KEYS[#KEYS]');
+export const IDENTITY = identity('KEYS[#KEYS]');
 
 /** The Lua expression of the bucket key `suffix` (layout.ts), built from KEYS[1] (`<bucket>:m`). */
-const key = (suffix: string): string => `string.sub(KEYS[1], 1, -2) .. ${suffix}`;
+export const key = (suffix: string): string => `string.sub(KEYS[1], 1, -2) .. ${suffix}`;
 
 /**
  * acquire's {@link IDENTITY}: the same check on the id key built from KEYS[1] (see Keys a script
@@ -334,8 +334,26 @@ local us = t[1] .. u
 local nows = string.sub(us, 1, -4)`;
 
 /** {@link NOW_STR} and `now`, the same ms as a number, for the scripts off the hot path that compute with it. */
-const NOW = `${NOW_STR}
+export const NOW = `${NOW_STR}
 local now = tonumber(nows)`;
+
+/**
+ * The Lua code that puts a history entry (docs/history.md; layout.ts, History and holds) at the
+ * head of the list `listKey` (newest first), and with `trim` cuts the list to its newest
+ * {@link HISTORY_MAXLEN} entries. An entry is one string, its parts joined by LF: id (`<server µs>-<n>`,
+ * n telling apart the entries one script writes), kind, at (ms), holder, token, checkpoint bytes
+ * ('' for none), then for an operator's action the operator and the reason (last: it may hold LFs).
+ * A list, not a stream: a new stream preallocates its first node (`stream-node-max-bytes`, 4 KiB),
+ * so a one-entry history took 4 752 bytes of server memory as a stream and 232 as a list
+ * (MEMORY USAGE, Redis 7.0), and first acquires ran at a third of the raw script's rate.
+ */
+export const historyPush = (listKey: string, parts: readonly string[], trim = true): string => {
+  const push = `redis.call('LPUSH', ${listKey}, ${parts.join(" .. '\\n' .. ")})`;
+  // LPUSH replies the new length, so the cut costs nothing until the list is full.
+  return trim
+    ? `if ${push} > ${HISTORY_MAXLEN} then redis.call('LTRIM', ${listKey}, 0, ${HISTORY_MAXLEN - 1}) end`
+    : push;
+};
 
 /**
  * The Lua condition "`a` is later than `b`" for two times in ms as decimal strings without leading
@@ -364,7 +382,7 @@ ver = string.format('%d', ver + 1)`;
 /** Renew and checkpoint read token, expiry, version and the release request, and set the rest. */
 const HEARTBEAT = split(['tok', 'exp', 'ver', 'rq'], ['ttl', 'ren', 'chk', 'size']);
 const RENEW = split(['tok', 'exp', 'ver', 'rq'], ['ttl', 'ren']);
-const RELEASE = split(['tok', 'exp', 'ver'], ['rel', 'ended', 'rq']);
+const RELEASE = split(['holder', 'tok', 'exp', 'ver', 'size'], ['rel', 'ended', 'rq']);
 
 /**
  * The expiry index `exp` holds a lower bound of each lease's expires_at, once caught up with the
@@ -391,7 +409,7 @@ export interface ScriptDef {
  * its last argument and may reply `LOST` too ({@link ACQUIRE_IDENTITY}); the refusals of the other
  * four end with the stored dataset id ({@link REFUSE}).
  *
- * acquire — KEYS: m, chg (builds id). ARGV: workId,
+ * acquire — KEYS: m, chg, history (builds id, hold, state, handoff). ARGV: workId,
  *   holderId, ttlMs, stepId (left out when there is none: one argument less), deadline (ms in the
  *   server's clock, '' for none), dataset id.
  * - `{'LATE', now}` when the server's clock is past the deadline: the caller's give-up moment (its
@@ -404,6 +422,13 @@ export interface ScriptDef {
  *   ({@link nextToken}), so tokens continue after a prune; the checkpoint state is kept; how the predecessor ended is recorded
  *   (`pred_end`: none — new or pruned, released, force-released, expired) with `clean` = 1 for
  *   none/released.
+ * - `{'ONHOLD', at LF operator LF reason}` when an operator put the work item on hold
+ *   (docs/history.md; the bucket's `hold` hash, history-scripts.ts, hold), whether or not a lease is live:
+ *   checked right after the deadline; nothing is written.
+ * History (docs/history.md; written here, never by renew or checkpoint): an `acquired` entry in the
+ * item's history stream, after an `expired` one (dated when the lease ran out) when the previous
+ * lease ran out unreleased; and the checkpoint at this handoff copied to the item's `ho:` key
+ * (deleted when there is none). The built keys are written first (see Keys a script builds).
  */
 /** What acquire reads of a previous lease (7 captures instead of 15; {@link split}). */
 const ACQUIRE_READ = split(
@@ -414,13 +439,16 @@ const ACQUIRE_READ = split(
 ).unpack;
 
 export const acquire: ScriptDef = {
-  numberOfKeys: 2,
+  numberOfKeys: 3,
   lua: `${ACQUIRE_IDENTITY}
 ${NOW_STR}
 local dl = ARGV[#ARGV - 1]
 if dl ~= '' and ${later('nows', 'dl')} then return {'LATE', nows} end
+local hd = redis.call('HGET', ${key("'hold'")}, ARGV[1])
+if hd then return {'ONHOLD', hd} end
 local m = redis.call('HGET', KEYS[1], ARGV[1])
 local tok, prev, ver, chk, size, pred, clean = false, false, '1', '', '', 'none', '1'
+local ranOut, lastHolder = false, false
 if m then
   ${ACQUIRE_READ}
   if not t then
@@ -434,9 +462,14 @@ if m then
     if ended == 'released' then pred = ended
     else
       clean = '0'
-      if ended == 'force-released' then pred = ended else pred = 'expired' end
+      if ended == 'force-released' then pred = ended else pred, ranOut, lastHolder = 'expired', exp, holder end
     end
   end
+end
+if size ~= '' then redis.call('COPY', ${key("'s:' .. ARGV[1]")}, ${key("'ho:' .. ARGV[1]")}, 'REPLACE')
+elseif t then redis.call('DEL', ${key("'ho:' .. ARGV[1]")}) end
+if ranOut then
+  ${historyPush('KEYS[3]', ["us .. '-0'", "'expired'", 'ranOut', 'lastHolder', 'prev', 'size'], false)}
 end
 ${nextToken('prev')}
 local exp = string.format('%d', nows + ARGV[3])
@@ -444,6 +477,7 @@ local step = ''
 if #ARGV == 6 then step = ARGV[4] end
 m = ARGV[2] .. '\\n' .. tok .. '\\n' .. exp .. '\\n' .. ARGV[3] .. '\\n' .. step .. '\\n' .. nows .. '\\n\\n' .. chk .. '\\n\\n' ..
   size .. '\\n' .. clean .. '\\n' .. pred .. '\\n\\n' .. ver
+${historyPush('KEYS[3]', ["us .. '-1'", "'acquired'", 'nows', 'ARGV[2]', 'tok', 'size'])}
 redis.call('HSET', KEYS[1], ARGV[1], m)${emit('acquired')}
 return tok .. ' ' .. exp`,
 };
@@ -528,21 +562,23 @@ return exp .. rq`,
 export const STAGED_MIN_BYTES = 8192;
 
 /**
- * release — KEYS: m, chg. ARGV: workId, token.
+ * release — KEYS: m, chg, history. ARGV: workId, token.
  * Outcomes as {@link renew} (a holder whose lease ran out cannot claim a clean handoff); on success
- * expires_at = now - 1 ms and `ended` = released, so the next acquire succeeds at once and is clean.
+ * expires_at = now - 1 ms and `ended` = released, so the next acquire succeeds at once and is clean;
+ * a `released` entry goes into the item's history stream.
  */
 export const release: ScriptDef = {
-  numberOfKeys: 2,
+  numberOfKeys: 3,
   lua: `${guard(RELEASE.unpack)}
 exp = string.format('%d', nows - 1)
 m = ${RELEASE.pack({ rel: 'nows', ended: "'released'", rq: "''" })}
+${historyPush('KEYS[3]', ["us .. '-0'", "'released'", 'nows', 'holder', 'ARGV[2]', 'size'])}
 redis.call('HSET', KEYS[1], ARGV[1], m)${emit('released')}
 return exp`,
 };
 
 /**
- * forceRelease — KEYS: m, chg, aud. ARGV: workId, expectedToken, operator, reason,
+ * forceRelease — KEYS: m, chg, aud, history. ARGV: workId, expectedToken, operator, reason,
  *   batchId ('' for none; stored on the audit entry as `batch` only when given).
  * - `{'NOTFOUND'}` no lease (never acquired, or pruned).
  * - `{'CONFLICT', token, ended, holder}` the stored token is not the one the operator saw, or the
@@ -554,7 +590,7 @@ return exp`,
  *   audit entry and one change entry are appended.
  */
 export const forceRelease: ScriptDef = {
-  numberOfKeys: 4,
+  numberOfKeys: 5,
   lua: `${IDENTITY}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
 if not m then return {'NOTFOUND'} end
@@ -574,12 +610,13 @@ if ARGV[5] ~= nil and ARGV[5] ~= '' then
 else
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'workId', ARGV[1], 'operator', ARGV[3],
     'reason', ARGV[4], 'old_holder', holder, 'old_token', oldTok, 'new_token', tok, 'at', nows)
-end${emit('force-released')}
+end
+${historyPush('KEYS[4]', ["us .. '-0'", "'force-released'", 'nows', 'holder', 'oldTok', 'size', 'ARGV[3]', 'ARGV[4]'])}${emit('force-released')}
 return m`,
 };
 
 /**
- * requestRelease — KEYS: m, chg, aud. ARGV: workId, expectedToken, operator, reason, reason
+ * requestRelease — KEYS: m, chg, aud, history. ARGV: workId, expectedToken, operator, reason, reason
  * JSON-quoted (for the packed lease, which holds no LF).
  * - `{'NOTFOUND'}` no lease (never acquired, or pruned).
  * - `{'CONFLICT', token, why, holder}` why = `token` (the stored token is not the expected one),
@@ -590,7 +627,7 @@ return m`,
  *   new_token = old_token) and one change entry (`release-requested`) are appended.
  */
 export const requestRelease: ScriptDef = {
-  numberOfKeys: 4,
+  numberOfKeys: 5,
   lua: `${IDENTITY}
 local m = redis.call('HGET', KEYS[1], ARGV[1])
 if not m then return {'NOTFOUND'} end
@@ -605,7 +642,8 @@ m = ${pack({ ver: "string.format('%d', ver + 1)", rq: "'\\n' .. nows .. '\\n' ..
 redis.call('HSET', KEYS[1], ARGV[1], m)
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'workId', ARGV[1], 'operator', ARGV[3],
   'reason', ARGV[4], 'old_holder', holder, 'old_token', tok, 'new_token', tok, 'at', nows,
-  'action', 'request-release')${emit('release-requested')}
+  'action', 'request-release')
+${historyPush('KEYS[4]', ["us .. '-0'", "'release-requested'", 'nows', 'holder', 'tok', "''", 'ARGV[3]', 'ARGV[4]'])}${emit('release-requested')}
 return m`,
 };
 
@@ -651,7 +689,12 @@ return {tok, tonumber(size), redis.call('GETRANGE', KEYS[2], ARGV[2], ARGV[2] + 
 };
 
 /**
- * prune (one bucket) — KEYS: exp, ids, chg, m. ARGV: olderThanMs, limit, statePrefix.
+ * prune (one bucket) — KEYS: exp, ids, chg, m, hold. ARGV: olderThanMs, limit, statePrefix.
+ * A held work item (history-scripts.ts, hold) is never removed: it stays in the expiry index and
+ * the next ZRANGEBYSCORE starts after the ones skipped so far. A lease that ran out unreleased
+ * gets its `expired` history entry (docs/history.md), dated when it ran out; the handoff
+ * checkpoint (`ho:`) goes with the checkpoint, the history stream (`h:`) stays (prune's history
+ * retention, history-scripts.ts).
  * Removes at most `limit` leases whose expires_at <= now - olderThanMs (released, force-released
  * and run-out leases all have expires_at in the past; live ones are never touched) with their
  * checkpoints (and a staging key {@link checkpointStaged} left, `<bucket>:t:<workId>`, built from
@@ -663,15 +706,17 @@ return {tok, tonumber(size), redis.call('GETRANGE', KEYS[2], ARGV[2], ARGV[2] + 
  * Returns how many leases it removed.
  */
 export const prune: ScriptDef = {
-  numberOfKeys: 5,
+  numberOfKeys: 6,
   lua: `${IDENTITY}
 ${NOW}
 local cutoff = now - ARGV[1]
 local limit = tonumber(ARGV[2])
-local staging = string.sub(ARGV[3], 1, -3) .. 't:'
+local base = string.sub(ARGV[3], 1, -3)
+local staging = base .. 't:'
 local n = 0
+local skipped = 0
 while n < limit do
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'LIMIT', 0, limit - n)
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', cutoff, 'LIMIT', skipped, limit - n)
   if #ids == 0 then break end
   for i = 1, #ids do
     local id = ids[i]
@@ -679,13 +724,18 @@ while n < limit do
     ${UNPACK}
     if tok and tonumber(exp) > cutoff then
       redis.call('ZADD', KEYS[1], exp, id)
+    elseif tok and redis.call('HEXISTS', KEYS[5], id) == 1 then
+      skipped = skipped + 1
     else
       redis.call('ZREM', KEYS[1], id)
       redis.call('ZREM', KEYS[2], id)
       if tok then
         n = n + 1
         redis.call('HSET', KEYS[4], id, tok)
-        redis.call('DEL', ARGV[3] .. id, staging .. id)
+        redis.call('DEL', ARGV[3] .. id, staging .. id, base .. 'ho:' .. id)
+        if ended == '' then
+          ${historyPush("base .. 'h:' .. id", ["us .. '-0'", "'expired'", 'exp', 'holder', 'tok', 'size'])}
+        end
         redis.call('XADD', KEYS[3], 'MAXLEN', '~', '${STREAM_MAXLEN}', '*', 'c',
           'pruned\\n' .. id .. '\\n' .. tok .. '\\n' .. string.format('%d', ver + 1))
       end

@@ -18,6 +18,7 @@ import { DeadlineWatch, tickFor } from '../deadlines.ts';
 import type { RedisClient, RedisTarget } from './connection.ts';
 import { Cork } from './cork.ts';
 import { classifyRedisError } from './errors.ts';
+import * as historyLua from './history-scripts.ts';
 import { DEFAULT_BUCKETS, Layout } from './layout.ts';
 import { defaultBusyPollMs } from './poll.ts';
 import type { ScriptDef } from './scripts.ts';
@@ -48,7 +49,7 @@ function script(def: ScriptDef): Script {
 }
 export const S: Record<string, Script> & {
   [K in keyof typeof lua as (typeof lua)[K] extends ScriptDef ? K : never]: Script;
-} = {
+} & { [K in keyof typeof historyLua]: Script } = {
   acquire: script(lua.acquire),
   renew: script(lua.renew),
   checkpoint: script(lua.checkpoint),
@@ -65,6 +66,10 @@ export const S: Record<string, Script> & {
   streamHead: script(lua.streamHead),
   migrate: script(lua.migrate),
   markReady: script(lua.markReady),
+  hold: script(historyLua.hold),
+  unhold: script(historyLua.unhold),
+  handoffRead: script(historyLua.handoffRead),
+  historyPrune: script(historyLua.historyPrune),
 };
 
 /** Command options, shared by every command (no object per call). */

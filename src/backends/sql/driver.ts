@@ -16,16 +16,24 @@ import type {
   ChangeBatch,
   CheckpointRead,
   CheckpointResult,
+  HistoryEntry,
   LeaseChange,
   LeaseInfo,
   LeasePage,
   LeaseRecord,
   StatePage,
 } from '../../lease/types.ts';
-import { type DriverListOptions, forceConflict, type LeaseDriver, requestConflict } from '../common.ts';
+import {
+  type DriverListOptions,
+  forceConflict,
+  type HistoryPruning,
+  type LeaseDriver,
+  requestConflict,
+} from '../common.ts';
 import { ServerClock } from '../server-clock.ts';
 import type { Row, SqlClient, Statement, TextRow } from './client.ts';
 import { countStatement } from './count.ts';
+import { onHoldError, SqlHistory } from './history-driver.ts';
 import {
   changeScanParams,
   decodeChangeCursor,
@@ -97,6 +105,7 @@ export class SqlLeaseDriver implements LeaseDriver {
   readonly #sql: Statements;
   readonly #count: Statement;
   readonly #schema: string;
+  readonly #history: SqlHistory;
   /** The server's clock, for acquire deadlines (see {@link ServerClock}). */
   readonly clock = new ServerClock();
 
@@ -107,6 +116,7 @@ export class SqlLeaseDriver implements LeaseDriver {
     this.#schema = schema;
     this.#sql = buildStatements(schema, { serverVersionNum });
     this.#count = countStatement(schema);
+    this.#history = new SqlHistory(client, this.#sql);
   }
 
   async acquire(
@@ -118,13 +128,13 @@ export class SqlLeaseDriver implements LeaseDriver {
     let held: HeldNotice | undefined;
     const timeout = this.#client.callTimeoutMs;
     const deadline = timeout === undefined ? null : this.clock.deadline(timeout);
-    const rows = await this.#client.query(
-      this.#sql.acquire,
-      [workId, holderId, ttlMs, stepId, deadline],
-      (n) => {
+    const rows = await this.#client
+      .query(this.#sql.acquire, [workId, holderId, ttlMs, stepId, deadline], (n) => {
         held = heldNotice(n) ?? held;
-      },
-    );
+      })
+      .catch((err: unknown) => {
+        throw onHoldError(err, workId) ?? err;
+      });
     const row = rows[0];
     if (row !== undefined) {
       const expiresAt = toDate(row.expires_at, 'expires_at');
@@ -362,9 +372,27 @@ export class SqlLeaseDriver implements LeaseDriver {
     return rows.map(toAuditEntry);
   }
 
-  async prune(olderThanMs: number, limit: number): Promise<number> {
+  /** Ended work items first, then the history's retention (statements/history.ts). */
+  async prune(olderThanMs: number, limit: number, history: HistoryPruning): Promise<number> {
     const rows = await this.#client.query(this.#sql.prune, [olderThanMs, limit]);
+    await this.#history.prune(history.olderThanMs, history.keepPerItem);
     return Number(rows[0]?.pruned ?? 0);
+  }
+
+  hold(workId: string, operator: string, reason: string): Promise<LeaseInfo> {
+    return this.#history.hold(workId, operator, reason, true);
+  }
+
+  unhold(workId: string, operator: string, reason: string): Promise<LeaseInfo> {
+    return this.#history.hold(workId, operator, reason, false);
+  }
+
+  history(workId: string, before: string | null, limit: number): Promise<HistoryEntry[]> {
+    return this.#history.history(workId, before, limit);
+  }
+
+  handoffCheckpoint(workId: string, offset: number, length: number): Promise<StatePage | null> {
+    return this.#history.handoffCheckpoint(workId, offset, length);
   }
 
   async serverTime(): Promise<Date> {

@@ -11,6 +11,7 @@
 import { SchemaMismatchError } from '../../lease/errors.ts';
 import { migrateCommandFor } from '../url.ts';
 import type { SqlClient, SqlQuery } from './client.ts';
+import { HISTORY_MIGRATIONS } from './migrations-history.ts';
 import { quoteIdent } from './statements.ts';
 
 export interface Migration {
@@ -324,6 +325,7 @@ END
 $$;
 `,
   },
+  ...HISTORY_MIGRATIONS,
 ];
 
 function unquote(quoted: string): string {

@@ -75,6 +75,7 @@ function epochDateOrNull(value: string | null | undefined, column: string): Date
 export function leaseInfoFromText(r: TextRow, at: number): LeaseInfo {
   const size = optional(r[at + 10], 'state_size');
   const requestedAt = epochDateOrNull(r[at + 18], 'release_requested_at');
+  const heldAt = epochDateOrNull(r[at + 21], 'held_at');
   return {
     workId: required(r[at], 'work_id'),
     holderId: required(r[at + 1], 'holder_id'),
@@ -103,6 +104,14 @@ export function leaseInfoFromText(r: TextRow, at: number): LeaseInfo {
             at: requestedAt,
             operator: required(r[at + 19], 'release_requested_by'),
             reason: required(r[at + 20], 'release_request_reason'),
+          },
+    hold:
+      heldAt === null
+        ? null
+        : {
+            at: heldAt,
+            operator: required(r[at + 22], 'held_by'),
+            reason: required(r[at + 23], 'hold_reason'),
           },
   };
 }
@@ -194,7 +203,7 @@ export function refusedRow(err: unknown): RefusedRow | undefined {
   return { token: s.token, expires_at: s.expiresAt, last_op: s.text };
 }
 
-const AUDIT_ACTIONS: readonly AuditAction[] = ['force-release', 'request-release'];
+const AUDIT_ACTIONS: readonly AuditAction[] = ['force-release', 'request-release', 'hold', 'unhold'];
 
 export function toAuditEntry(row: Row): AuditEntry {
   return {

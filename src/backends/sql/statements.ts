@@ -56,9 +56,13 @@
  *   checkpoint and renew RETURN the request columns with the new expiry: the holder learns of a
  *   request from the answer it already gets. acquire, release, force-release and prune clear them.
  * prune (CTE: pick + lock victims, turn them into tombstones): rows not live and expired
- *   more than `olderThanMs` ago; `SKIP LOCKED` so prune never waits for (or blocks) a
- *   holder. The checkpoint is dropped, the token kept, `last_op = 'pruned'`; get, list,
- *   readState and forceRelease treat the row as absent.
+ *   more than `olderThanMs` ago and not held; `SKIP LOCKED` so prune never waits for (or blocks) a
+ *   holder. The checkpoint (and the one kept from the last handoff) is dropped, the token kept,
+ *   `last_op = 'pruned'`; get, list, readState and forceRelease treat the row as absent. A lease
+ *   that ran out without an end gets its `expired` history row here (no acquire noticed it).
+ *   The history's retention is a statement of its own (statements/history.ts, pruneHistory).
+ * History (migration 13): acquire, release, forceRelease, requestRelease, prune, hold and unhold
+ *   each insert their history row in their own statement (statements/history.ts says which).
  *
  * Why tombstones live in the leases row and not in a table of their own
  * ---------------------------------------------------------------------
@@ -127,6 +131,7 @@
 import { acquireStatement } from './statements/acquire.ts';
 import { checkpointStatement } from './statements/checkpoint.ts';
 import { INFO_COLUMNS, leaseFragments, MS, us } from './statements/fragments.ts';
+import { type HistoryStatements, historyStatements } from './statements/history.ts';
 import { readCheckpointStatement } from './statements/read-checkpoint.ts';
 import { releaseStatement } from './statements/release.ts';
 import { renewStatement } from './statements/renew.ts';
@@ -149,7 +154,7 @@ export interface StatementOptions {
   serverVersionNum: number;
 }
 
-export interface Statements {
+export interface Statements extends HistoryStatements {
   acquire: { name: string; text: string; hot: true };
   checkpoint: { name: string; text: string; hot: true };
   renew: { name: string; text: string; hot: true };
@@ -184,6 +189,7 @@ export function buildStatements(schemaName: string, options: StatementOptions): 
       ELSE last_op END AS kind`;
 
   return {
+    ...historyStatements(f),
     acquire: acquireStatement(f),
     checkpoint: checkpointStatement(f),
     renew: renewStatement(f),
@@ -236,6 +242,11 @@ aud AS (
   SELECT n.now, 'force-release', cur.work_id, $3, $4, cur.holder_id, cur.token, upd.token, $5::text
   FROM n, cur, upd
   RETURNING id
+),
+his AS (
+  INSERT INTO ${s}.history (work_id, at, kind, holder_id, token, operator, reason, checkpoint_bytes)
+  SELECT cur.work_id, n.now, 'force-released', cur.holder_id, cur.token, $3, $4, upd.state_size
+  FROM n, cur, upd
 )
 SELECT cur.token AS stored_token, cur.holder_id AS stored_holder_id, cur.ended AS stored_ended,
   (SELECT id FROM aud) AS audit_id, upd.*
@@ -271,6 +282,11 @@ aud AS (
   SELECT n.now, 'request-release', cur.work_id, $3, $4, cur.holder_id, cur.token, cur.token
   FROM n, cur, upd
   RETURNING id
+),
+his AS (
+  INSERT INTO ${s}.history (work_id, at, kind, holder_id, token, operator, reason)
+  SELECT cur.work_id, n.now, 'release-requested', cur.holder_id, cur.token, $3, $4
+  FROM n, cur, upd
 )
 SELECT cur.raw_expires_at > n.now AS live, cur.raw_requested_at IS NOT NULL AS requested,
   ${INFO_COLUMNS.map((c) => `cur.${c}`).join(', ')}, upd.*
@@ -290,8 +306,8 @@ ORDER BY id DESC LIMIT $2`,
       text: `
 WITH n AS MATERIALIZED (SELECT clock_timestamp() - $1::bigint ${MS} AS cutoff),
 victims AS (
-  SELECT v.work_id FROM ${L} v, n
-  WHERE v.expires_at < n.cutoff AND v.last_op <> 'pruned'
+  SELECT v.work_id, v.holder_id, v.token, v.expires_at, v.ended, v.state_size FROM ${L} v, n
+  WHERE v.expires_at < n.cutoff AND v.last_op <> 'pruned' AND v.held_at IS NULL
   ORDER BY v.expires_at LIMIT $2
   FOR UPDATE OF v SKIP LOCKED
 ),
@@ -312,7 +328,13 @@ upd AS (
   WHERE l.work_id = victims.work_id AND l.expires_at < n.cutoff
   RETURNING l.work_id, ${notifyEnded('l')}
 ),
-gone AS (DELETE FROM ${S} st USING upd WHERE st.work_id = upd.work_id)
+gone AS (DELETE FROM ${S} st USING upd WHERE st.work_id = upd.work_id),
+handed AS (DELETE FROM ${s}.handoff_states hs USING upd WHERE hs.work_id = upd.work_id),
+expired AS (
+  INSERT INTO ${s}.history (work_id, at, kind, holder_id, token, checkpoint_bytes)
+  SELECT v.work_id, v.expires_at, 'expired', v.holder_id, v.token, v.state_size
+  FROM victims v JOIN upd ON upd.work_id = v.work_id WHERE v.ended IS NULL
+)
 SELECT count(*)::int AS pruned FROM upd`,
     },
 

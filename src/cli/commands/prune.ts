@@ -19,6 +19,10 @@ import { listAll, rowTimes } from './ls.ts';
 
 export interface PruneCommandOptions {
   olderThan: number;
+  /** History retention (docs/history.md): entries older than this, ms. */
+  historyOlderThan?: number;
+  /** History retention: entries kept per work item. */
+  historyKeep?: number;
   force?: boolean;
   prefix?: string;
   json?: boolean;
@@ -50,15 +54,23 @@ export async function pruneCommand(
   await withBackend(url, globals, async (backend) => {
     const serverNow = (await backend.admin.serverTime()).getTime();
     const cutoff = serverNow - olderThanMs;
-    // The same rule as admin.prune: the lease's expiry (for an ended lease, when it ended) is before the cutoff.
+    // The same rule as admin.prune: the lease's expiry (for an ended lease, when it ended) is before
+    // the cutoff, and the work item is not on hold.
     const candidates = (await listAll(backend, { workIdPrefix: options.prefix }))
-      .filter((info) => info.expiresAt.getTime() < cutoff)
+      .filter((info) => info.expiresAt.getTime() < cutoff && (info.hold ?? null) === null)
       .map((info) => ({ info, status: leaseStatus(rowTimes(info), serverNow, DEFAULT_THRESHOLDS) }));
     let pruned: number | null = null;
     if (options.force) {
       pruned = 0;
       for (;;) {
-        const n = await backend.admin.prune({ olderThanMs, limit: BATCH });
+        const n = await backend.admin.prune({
+          olderThanMs,
+          limit: BATCH,
+          history: {
+            ...(options.historyOlderThan === undefined ? {} : { olderThanMs: options.historyOlderThan }),
+            ...(options.historyKeep === undefined ? {} : { keepPerItem: options.historyKeep }),
+          },
+        });
         pruned += n;
         if (n < BATCH) break;
       }

@@ -95,6 +95,12 @@ export async function showCommand(
           ? '-'
           : `${at(info.releaseRequest.at, serverNow)} by ${info.releaseRequest.operator}: ${info.releaseRequest.reason}`,
       ],
+      [
+        'on hold',
+        info.hold === undefined || info.hold === null
+          ? '-'
+          : `${at(info.hold.at, serverNow)} by ${info.hold.operator}: ${info.hold.reason} (acquire fails ON_HOLD)`,
+      ],
       ['handoff', handoff],
       ['version', info.version.toString()],
       ['checkpoint', size === null ? 'none saved' : `${bytes(size)} (${size} bytes)`],

@@ -65,6 +65,9 @@ export const INFO_COLUMNS = [
   'release_requested_at',
   'release_requested_by',
   'release_request_reason',
+  'held_at',
+  'held_by',
+  'hold_reason',
 ] as const;
 
 export const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set([
@@ -74,6 +77,7 @@ export const TIMESTAMP_COLUMNS: ReadonlySet<string> = new Set([
   'checkpointed_at',
   'released_at',
   'release_requested_at',
+  'held_at',
 ]);
 
 /**
