@@ -234,6 +234,8 @@ export interface LeaseDriver {
   release(record: LeaseRecord): Promise<void>;
   readCheckpoint(record: LeaseRecord): Promise<CheckpointRead>;
   get(workId: string): Promise<LeaseInfo | null>;
+  /** Many leases in one round trip, in the order asked (see LeaseAdmin.getMany). */
+  getMany?(workIds: readonly string[]): Promise<Array<LeaseInfo | null>>;
   list(options: DriverListOptions): Promise<LeasePage>;
   count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number>;
   requestRelease(workId: string, expectedToken: bigint, operator: string, reason: string): Promise<LeaseInfo>;
@@ -286,7 +288,14 @@ const INSTRUMENTED = [
 // to LeaseDriver and forgotten here fails to compile instead of vanishing from the wrapped driver.
 type NotWrapped = Exclude<
   keyof LeaseDriver,
-  (typeof INSTRUMENTED)[number] | 'kind' | 'url' | 'close' | 'watchChanges' | 'watchEnded' | 'notifyEnd'
+  | (typeof INSTRUMENTED)[number]
+  | 'kind'
+  | 'url'
+  | 'close'
+  | 'watchChanges'
+  | 'watchEnded'
+  | 'notifyEnd'
+  | 'getMany'
 >;
 const everyCallWrapped: [NotWrapped] extends [never] ? true : NotWrapped = true;
 void everyCallWrapped;
@@ -302,6 +311,10 @@ function instrument(driver: LeaseDriver, telemetry: Telemetry): LeaseDriver {
   if (driver.watchChanges !== undefined) wrapped.watchChanges = driver.watchChanges.bind(driver);
   if (driver.watchEnded !== undefined) wrapped.watchEnded = driver.watchEnded.bind(driver);
   if (driver.notifyEnd !== undefined) wrapped.notifyEnd = driver.notifyEnd.bind(driver);
+  if (driver.getMany !== undefined) {
+    const getMany = driver.getMany.bind(driver);
+    wrapped.getMany = (ids: readonly string[]) => telemetry.call('get', undefined, () => getMany(ids));
+  }
   for (const name of INSTRUMENTED) {
     const method = driver[name] as (...args: unknown[]) => Promise<unknown>;
     wrapped[name] = (...args: unknown[]) => {
@@ -334,6 +347,18 @@ export function createBackend(
       open();
       return driver.get(workId);
     },
+    ...(driver.getMany === undefined
+      ? {}
+      : {
+          async getMany(workIds: readonly string[]) {
+            if (!Array.isArray(workIds) || workIds.length > 10_000) {
+              throw new InvalidArgumentError('workIds must be an array of at most 10 000 work ids');
+            }
+            for (const id of workIds) checkId('workId', id);
+            open();
+            return workIds.length === 0 ? [] : driver.getMany!(workIds);
+          },
+        }),
     async list(options: ListOptions = {}) {
       const o = checkOptions<ListOptions>('options', options, [
         'cursor',

@@ -47,7 +47,6 @@ import {
   type ConnectionState,
   type ConsoleApi,
   type ConsoleEvent,
-  LEASE_STATUSES,
   type LeaseRow,
   type LeaseStatus,
   type MethodName,
@@ -66,7 +65,6 @@ import { connectionIdFor } from './links.ts';
 import type { FleetModel, FleetModelOptions } from './model.ts';
 import type { ProfileStore, ThresholdOverrides } from './profiles.ts';
 import { toAuditWire, toLeaseRow } from './rows.ts';
-import { countFleet } from './stats.ts';
 import { leaseStatus } from './status.ts';
 import type { ViewWatcher } from './views.ts';
 

@@ -281,6 +281,12 @@ export interface ChangeOptions {
 /** Operator-facing calls: reading the fleet, force-release, audit, pruning, the change feed. */
 export interface LeaseAdmin {
   get(workId: string): Promise<LeaseInfo | null>;
+  /**
+   * Optional: the leases of many work items in one round trip (one statement on PostgreSQL and
+   * PGlite, one pipeline of HMGETs on Redis), in the order asked, null where there is none. At most
+   * 10 000 ids. What the console's heartbeat checks read (issue 43).
+   */
+  getMany?(workIds: readonly string[]): Promise<Array<LeaseInfo | null>>;
   /** Pages ordered by work id; a work item that exists for the whole walk is listed exactly once. */
   list(options?: ListOptions): Promise<LeasePage>;
   /** How many work items `list` with these filters would return in all (pages of `ls --limit` say "N of M"). */

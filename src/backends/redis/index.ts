@@ -46,6 +46,7 @@ import * as admin from './admin.ts';
 import { createClient, parseRedisUrl, type RedisClient, type RedisTarget } from './connection.ts';
 import { classifyRedisError } from './errors.ts';
 import { ChangeWatch, changeCursor, changes } from './feed.ts';
+import { getMany } from './get-many.ts';
 import { count, list } from './listing.ts';
 import { checkLayout, connect } from './open.ts';
 import { iso, parsePacked, parseRequest } from './packed.ts';
@@ -279,6 +280,10 @@ class RedisDriver implements LeaseDriver {
     const L = this.io.layout;
     const packed = await this.io.send<Nullable>('get', 'hget', [L.m[L.bucketOf(workId)]!, workId]);
     return packed === null ? null : parsePacked(workId, packed);
+  }
+
+  getMany(workIds: readonly string[]): Promise<Array<LeaseInfo | null>> {
+    return getMany(this.io, workIds);
   }
 
   count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number> {

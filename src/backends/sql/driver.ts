@@ -284,6 +284,16 @@ export class SqlLeaseDriver implements LeaseDriver {
     return rows[0] === undefined ? null : leaseInfoFromText(rows[0], 0);
   }
 
+  async getMany(workIds: readonly string[]): Promise<Array<LeaseInfo | null>> {
+    const rows = await this.#client.queryText(this.#sql.getMany, [workIds]);
+    const byId = new Map<string, LeaseInfo>();
+    for (const row of rows) {
+      const info = leaseInfoFromText(row, 0);
+      byId.set(info.workId, info);
+    }
+    return workIds.map((id) => byId.get(id) ?? null);
+  }
+
   async list(options: DriverListOptions): Promise<LeasePage> {
     const after = options.cursor === null ? undefined : decodeListCursor(options.cursor);
     const prefix = options.workIdPrefix === '' ? undefined : options.workIdPrefix;
