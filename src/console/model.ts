@@ -509,7 +509,9 @@ export class FleetModel {
     );
     let page: string | null = null;
     do {
-      const res = await this.admin.list({ cursor: page, limit: this.pageSize });
+      // A small first page: the first rows answer views within one short round trip.
+      const limit = loading.read === 0 ? Math.min(1000, this.pageSize) : this.pageSize;
+      const res = await this.admin.list({ cursor: page, limit });
       if (this.closed || this.fleet.generation !== generation) return;
       for (const info of res.items) this.fleet.applySnapshotRow(info, first ? null : old);
       loading.read += res.items.length;

@@ -69,7 +69,7 @@ export class FleetRows {
     const store = this.store;
     const slot = store.find(info.workId);
     if (slot >= 0 && !this.newer(info, slot, store)) return;
-    store.set(info);
+    store.set(info, slot);
     if (old === null) {
       this.rates.seedFromRow(toLeaseRow(info));
       return;
@@ -123,7 +123,7 @@ export class FleetRows {
     if (slot >= 0 && !this.newer(info, slot, store)) return false;
     const prevRow = slot >= 0 ? store.cols.row(slot) : undefined;
     const prevCounts = slot >= 0 ? store.cols.handoffsOf(slot) : undefined;
-    store.set(info);
+    store.set(info, slot);
     const row = toLeaseRow(info);
     this.pendingUpserts.set(info.workId, row);
     this.pendingRemoved.delete(info.workId);
