@@ -143,7 +143,7 @@ export const ClientMessageSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('view.unwatch'), watchId: WatchIdSchema }),
 ]);
 export type ClientMessage = z.input<typeof ClientMessageSchema>;
-export const MAX_WATCHES = 8;
+export const MAX_WATCHES = 32;
 
 /** Pushed to the subscribing client only. */
 export const ViewEventSchema = z.strictObject({
