@@ -25,7 +25,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { createConsoleService } from '../src/console/service.ts';
-import { type LeaseBackend, openBackend } from '../src/index.ts';
+import { openBackend } from '../src/index.ts';
 import { benchArgs, intArg } from './args.ts';
 
 const args = benchArgs(import.meta.filename, {
@@ -155,10 +155,15 @@ async function measure(kind: 'postgres' | 'redis', url: string, n: number): Prom
     let firstRows = Number.NaN;
     let counted = Number.NaN;
     let shownLoading = 0;
+    const tenths: number[] = [];
     for (;;) {
       const v = await service.call('fleet.view', { connectionId: cid, limit: 100 }).catch(() => null);
       if (v !== null && v.rows.length > 0 && Number.isNaN(firstRows)) firstRows = performance.now() - t0;
       if (v !== null && v.loading !== null && v.rows.length > 0) shownLoading++;
+      // When the index passed each tenth of the fleet: the load's rate early and late.
+      const read = v === null ? 0 : v.loading === null ? v.counts.total : v.loading.read;
+      while (tenths.length < 10 && read >= ((tenths.length + 1) * n) / 10)
+        tenths.push(performance.now() - t0);
       if (v !== null && v.loading === null && v.counts.total >= n) {
         counted = performance.now() - t0;
         break;
@@ -174,7 +179,10 @@ async function measure(kind: 'postgres' | 'redis', url: string, n: number): Prom
         await service.call('fleet.view', { connectionId: cid, limit: 100, ...q } as never);
         const ms = performance.now() - q0;
         if (r === 0) firsts[name] = ms;
-        else (times[name] ??= []).push(ms);
+        else {
+          times[name] ??= [];
+          times[name].push(ms);
+        }
       }
     }
     await sleep(6000);
@@ -191,6 +199,14 @@ async function measure(kind: 'postgres' | 'redis', url: string, n: number): Prom
         `checks every ${hb.intervalMs} ms, last ${hb.lastMs} ms / ${hb.lastRows} rows, then ${hb2.lastMs} ms / ${hb2.lastRows} rows; ` +
         `serve RSS ${((rss - rssBefore) / 2 ** 20).toFixed(0)} MiB over the bench's own (${(rss / 2 ** 20).toFixed(0)} MiB in all); ` +
         `idle ${idle} backend calls/s; load ${load()}`,
+    );
+    // Rows per second between the index passing a/10 and b/10 of the fleet (0: the service's start).
+    const rate = (a: number, b: number): string => {
+      const ms = (tenths[b - 1] ?? Number.NaN) - (a === 0 ? 0 : (tenths[a - 1] ?? Number.NaN));
+      return (((b - a) * n) / 10 / (ms / 1000)).toFixed(0);
+    };
+    console.log(
+      `  index load: ${rate(0, 1)} rows/s over the first tenth, ${rate(8, 10)} rows/s over the last two`,
     );
     for (const name of Object.keys(QUERIES)) {
       const xs = times[name]!;

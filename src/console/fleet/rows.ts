@@ -71,7 +71,8 @@ export class FleetRows {
     if (slot >= 0 && !this.newer(info, slot, store)) return;
     store.set(info, slot);
     if (old === null) {
-      this.rates.seedFromRow(toLeaseRow(info));
+      const released = info.releasedAt === null ? null : info.releasedAt.getTime();
+      this.rates.seed(info.acquiredAt.getTime(), info.predecessorEnd, info.ended, released);
       return;
     }
     const prev = old.find(info.workId);
