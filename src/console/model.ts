@@ -49,7 +49,7 @@
 
 import { hasCode, WorkleaseError } from '../lease/errors.ts';
 import type { LeaseAdmin, LeaseChange, LeaseInfo, LeasePage } from '../lease/types.ts';
-import type { ConnectionState, LeaseRow, Thresholds } from './api.ts';
+import type { ConnectionState, LeaseRow, LeaseStatus, Thresholds } from './api.ts';
 import { DEFAULT_THRESHOLDS } from './api.ts';
 import type { ServerClock } from './clock.ts';
 import { runCheck } from './fleet/checks.ts';
@@ -128,6 +128,8 @@ export interface ModelSnapshot {
 export interface Loading {
   read: number;
   estimate: number | null;
+  /** The backend's counts by status from one aggregate read, exact at backend time `at` (when it has one). */
+  counted?: { at: number; total: number; byStatus: Record<LeaseStatus, number> };
 }
 
 const sleepResolved = Promise.resolve();
@@ -252,7 +254,9 @@ export class FleetModel {
   }
   /** The snapshot being read (rows so far, estimate), or null once the index is complete. */
   get loading(): Loading | null {
-    return this.loadingValue === null ? null : { ...this.loadingValue };
+    const l = this.loadingValue;
+    if (l === null) return null;
+    return l.counted === undefined ? { read: l.read, estimate: l.estimate } : { ...l };
   }
   /** Changes whenever the index is replaced (a new snapshot, a data loss). */
   get generation(): number {
@@ -504,6 +508,14 @@ export class FleetModel {
     this.admin.count().then(
       (n) => {
         if (this.loadingValue === loading) loading.estimate = n;
+      },
+      () => {},
+    );
+    // Where the backend counts by status in one statement, the counts come at once, with their time.
+    this.admin.countByStatus?.(this.fleet.thresholdsNow).then(
+      (c) => {
+        if (this.loadingValue !== loading) return;
+        loading.counted = { at: c.at.getTime(), total: c.total, byStatus: { ...c.byStatus } };
       },
       () => {},
     );

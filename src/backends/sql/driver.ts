@@ -21,6 +21,8 @@ import type {
   LeasePage,
   LeaseRecord,
   StatePage,
+  StatusCounts,
+  StatusThresholds,
 } from '../../lease/types.ts';
 import { type DriverListOptions, forceConflict, type LeaseDriver, requestConflict } from '../common.ts';
 import type { Row, SqlClient, Statement, TextRow } from './client.ts';
@@ -44,6 +46,7 @@ import {
   toDate,
 } from './rows.ts';
 import { buildStatements, endedChannel, INFO_COLUMNS, type Statements } from './statements.ts';
+import { STATUS_CODE_NAMES, statusCountsStatement } from './status-counts.ts';
 
 /** Positions in the text rows of `changes` (see statements.ts): the LeaseInfo columns follow these. */
 const CHANGE_SNAP_XMIN = 0;
@@ -131,6 +134,7 @@ export class SqlLeaseDriver implements LeaseDriver {
   readonly #client: SqlClient;
   readonly #sql: Statements;
   readonly #count: Statement;
+  readonly #statusCounts: Statement;
   readonly #schema: string;
   /** The server's clock, for acquire deadlines (see {@link ServerClock}). */
   readonly clock = new ServerClock();
@@ -142,6 +146,7 @@ export class SqlLeaseDriver implements LeaseDriver {
     this.#schema = schema;
     this.#sql = buildStatements(schema, { serverVersionNum });
     this.#count = countStatement(schema);
+    this.#statusCounts = statusCountsStatement(schema, serverVersionNum >= 140000);
   }
 
   async acquire(
@@ -324,6 +329,26 @@ export class SqlLeaseDriver implements LeaseDriver {
       holderId ?? null,
     ]);
     return Number(rows[0]?.n ?? 0);
+  }
+
+  async countByStatus(thresholds: StatusThresholds): Promise<StatusCounts> {
+    const rows = await this.#client.queryText(this.#statusCounts, [
+      thresholds.expiringFraction,
+      thresholds.stuckAfterMs,
+    ]);
+    const byStatus = { live: 0, expiring: 0, expired: 0, released: 0, stuck: 0, 'force-released': 0 };
+    let total = 0;
+    let at = Number.NaN;
+    for (const r of rows) {
+      at = Number(r[0]);
+      const name = STATUS_CODE_NAMES[Number(r[1])];
+      if (name === undefined) continue;
+      const n = Number(r[2]);
+      byStatus[name] = n;
+      total += n;
+    }
+    if (!Number.isSafeInteger(at)) throw new InternalError('unexpected server time in the status counts');
+    return { at: new Date(at), total, byStatus };
   }
 
   async forceRelease(

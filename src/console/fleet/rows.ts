@@ -44,6 +44,10 @@ export class FleetRows {
     return old;
   }
 
+  get thresholdsNow(): Thresholds {
+    return this.thresholds;
+  }
+
   setThresholds(thresholds: Thresholds): void {
     this.thresholds = thresholds;
     this.store.setThresholds(thresholds);
