@@ -35,6 +35,8 @@ import type {
   ReadStateOptions,
   RequestReleaseOptions,
   StatePage,
+  StatusCounts,
+  StatusThresholds,
 } from '../lease/types.ts';
 import {
   checkBatchId,
@@ -243,6 +245,10 @@ export interface LeaseDriver {
   release(record: LeaseRecord): Promise<void>;
   readCheckpoint(record: LeaseRecord): Promise<CheckpointRead>;
   get(workId: string): Promise<LeaseInfo | null>;
+  /** Many leases in one round trip, in the order asked (see LeaseAdmin.getMany). */
+  getMany?(workIds: readonly string[]): Promise<Array<LeaseInfo | null>>;
+  /** See LeaseAdmin.countByStatus. */
+  countByStatus?(thresholds: StatusThresholds): Promise<StatusCounts>;
   list(options: DriverListOptions): Promise<LeasePage>;
   count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number>;
   requestRelease(workId: string, expectedToken: bigint, operator: string, reason: string): Promise<LeaseInfo>;
@@ -314,6 +320,8 @@ type NotWrapped = Exclude<
   | 'watchEnded'
   | 'notifyEnd'
   | 'datasetLoss'
+  | 'getMany'
+  | 'countByStatus'
 >;
 const everyCallWrapped: [NotWrapped] extends [never] ? true : NotWrapped = true;
 void everyCallWrapped;
@@ -330,6 +338,15 @@ function instrument(driver: LeaseDriver, telemetry: Telemetry): LeaseDriver {
   if (driver.watchEnded !== undefined) wrapped.watchEnded = driver.watchEnded.bind(driver);
   if (driver.notifyEnd !== undefined) wrapped.notifyEnd = driver.notifyEnd.bind(driver);
   if (driver.datasetLoss !== undefined) wrapped.datasetLoss = driver.datasetLoss.bind(driver);
+  if (driver.getMany !== undefined) {
+    const getMany = driver.getMany.bind(driver);
+    wrapped.getMany = (ids: readonly string[]) => telemetry.call('get', undefined, () => getMany(ids));
+  }
+  if (driver.countByStatus !== undefined) {
+    const countByStatus = driver.countByStatus.bind(driver);
+    wrapped.countByStatus = (t: StatusThresholds) =>
+      telemetry.call('count', undefined, () => countByStatus(t));
+  }
   for (const name of INSTRUMENTED) {
     const method = driver[name] as (...args: unknown[]) => Promise<unknown>;
     wrapped[name] = (...args: unknown[]) => {
@@ -362,6 +379,34 @@ export function createBackend(
       open();
       return driver.get(workId);
     },
+    ...(driver.getMany === undefined
+      ? {}
+      : {
+          async getMany(workIds: readonly string[]) {
+            if (!Array.isArray(workIds) || workIds.length > 10_000) {
+              throw new InvalidArgumentError('workIds must be an array of at most 10 000 work ids');
+            }
+            for (const id of workIds) checkId('workId', id);
+            open();
+            return workIds.length === 0 ? [] : driver.getMany!(workIds);
+          },
+        }),
+    ...(driver.countByStatus === undefined
+      ? {}
+      : {
+          async countByStatus(thresholds: StatusThresholds) {
+            const t = thresholds as Partial<StatusThresholds> | null;
+            const f = t?.expiringFraction;
+            const s = t?.stuckAfterMs;
+            if (typeof f !== 'number' || !(f >= 0 && f <= 1) || typeof s !== 'number' || !(s >= 0)) {
+              throw new InvalidArgumentError(
+                'thresholds must be {expiringFraction: 0..1, stuckAfterMs: a number of ms >= 0}',
+              );
+            }
+            open();
+            return driver.countByStatus!({ expiringFraction: f, stuckAfterMs: s });
+          },
+        }),
     async list(options: ListOptions = {}) {
       const o = checkOptions<ListOptions>('options', options, [
         'cursor',

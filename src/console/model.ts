@@ -48,8 +48,8 @@
  */
 
 import { hasCode, WorkleaseError } from '../lease/errors.ts';
-import type { LeaseAdmin, LeaseChange, LeaseInfo } from '../lease/types.ts';
-import type { ConnectionState, LeaseRow, Thresholds } from './api.ts';
+import type { LeaseAdmin, LeaseChange, LeaseInfo, LeasePage } from '../lease/types.ts';
+import type { ConnectionState, LeaseRow, LeaseStatus, Thresholds } from './api.ts';
 import { DEFAULT_THRESHOLDS } from './api.ts';
 import type { ServerClock } from './clock.ts';
 import { runCheck } from './fleet/checks.ts';
@@ -128,6 +128,8 @@ export interface ModelSnapshot {
 export interface Loading {
   read: number;
   estimate: number | null;
+  /** The backend's counts by status from one aggregate read, exact at backend time `at` (when it has one). */
+  counted?: { at: number; total: number; byStatus: Record<LeaseStatus, number> };
 }
 
 const sleepResolved = Promise.resolve();
@@ -252,7 +254,9 @@ export class FleetModel {
   }
   /** The snapshot being read (rows so far, estimate), or null once the index is complete. */
   get loading(): Loading | null {
-    return this.loadingValue === null ? null : { ...this.loadingValue };
+    const l = this.loadingValue;
+    if (l === null) return null;
+    return l.counted === undefined ? { read: l.read, estimate: l.estimate } : { ...l };
   }
   /** Changes whenever the index is replaced (a new snapshot, a data loss). */
   get generation(): number {
@@ -507,13 +511,26 @@ export class FleetModel {
       },
       () => {},
     );
-    let page: string | null = null;
+    // Where the backend counts by status in one statement, the counts come at once, with their time.
+    this.admin.countByStatus?.(this.fleet.thresholdsNow).then(
+      (c) => {
+        if (this.loadingValue !== loading) return;
+        loading.counted = { at: c.at.getTime(), total: c.total, byStatus: { ...c.byStatus } };
+      },
+      () => {},
+    );
+    // A small first page: the first rows answer views within one short round trip. Each next
+    // page is asked for before the current one goes into the index, so the backend reads while
+    // the index builds (the load takes the longer of the two, not their sum).
+    let next = this.prefetch(null, Math.min(1000, this.pageSize));
+    let page: string | null;
     do {
-      const res = await this.admin.list({ cursor: page, limit: this.pageSize });
+      const res = await next;
       if (this.closed || this.fleet.generation !== generation) return;
+      page = res.nextCursor;
+      if (page !== null) next = this.prefetch(page, this.pageSize);
       for (const info of res.items) this.fleet.applySnapshotRow(info, first ? null : old);
       loading.read += res.items.length;
-      page = res.nextCursor;
     } while (page !== null && !this.closed);
     if (this.closed) return;
     this.cursor = cursor;
@@ -525,6 +542,13 @@ export class FleetModel {
     // model was loading learns to fetch it again.
     this.seqNo++;
     this.emit({ type: 'resync', seq: this.seqNo });
+  }
+
+  /** A snapshot page asked for ahead; a rejection left unawaited (the load stopped) is dropped. */
+  private prefetch(cursor: string | null, limit: number): Promise<LeasePage> {
+    const page = this.admin.list({ cursor, limit });
+    page.catch(() => {});
+    return page;
   }
 
   /** The backend lost its data: nothing the index holds is current any more. */

@@ -17,7 +17,6 @@ import { openBackend as defaultOpenBackend } from '../backends/open.ts';
 import { parseBackendUrl, resolveBackendUrl } from '../backends/url.ts';
 import {
   BackendUnavailableError,
-  errorToData,
   ForbiddenError,
   InvalidArgumentError,
   NotFoundError,
@@ -42,7 +41,6 @@ import {
   urlTargets,
 } from './access.ts';
 import {
-  type BulkResult,
   type ConnectionInfo,
   type ConnectionState,
   type ConsoleApi,
@@ -58,15 +56,15 @@ import {
 import { Connection, type ConnectionInput, resolveInput } from './connection.ts';
 import { decodeCheckpoint } from './decode/page.ts';
 import { DecodedCheckpoints } from './decode/store.ts';
-import { auditMatches, auditRecord, fleetRecord, textMatches } from './export.ts';
+import { auditMatches, auditRecord } from './export.ts';
 import { type FleetStore, ST_EXPIRING, ST_LIVE, ST_STUCK } from './fleet/store.ts';
 import { FleetApi } from './fleet-api.ts';
+import { legacyHandlers } from './fleet-legacy.ts';
 import { connectionIdFor } from './links.ts';
 import type { FleetModel, FleetModelOptions } from './model.ts';
 import type { ProfileStore, ThresholdOverrides } from './profiles.ts';
 import { datasetLossOf, recoverTarget } from './recovery.ts';
 import { toAuditWire, toLeaseRow } from './rows.ts';
-import { leaseStatus } from './status.ts';
 import type { ViewWatcher } from './views.ts';
 
 export type { ConnectionInput } from './connection.ts';
@@ -165,14 +163,13 @@ function defaultOperator(): string {
  * whole, which reads `?schema=`, `?keyPrefix=` and the other options of the one
  * URL grammar (src/backends/url.ts).
  */
-/** Force-releases of one bulk call in flight at once. */
-const BULK_CONCURRENCY = 8;
 /**
  * Every connection is announced this often (with its syncedAt, which the model confirms about once a
- * second), so a renderer hears of each connection every second and can tell a silent console server
- * from a quiet fleet. One small event per connection a second.
+ * second), so a renderer hears of each connection twice a second and can tell a silent console
+ * server from a quiet fleet within 2 s even on a loaded machine. Two small events per connection a
+ * second.
  */
-const FRESHNESS_EVENT_MS = 1_000;
+const FRESHNESS_EVENT_MS = 500;
 
 export function splitConsoleUrl(url: string): { url: string; options: OpenOptions } {
   const { driverUrl, options } = resolveBackendUrl(url);
@@ -286,6 +283,11 @@ class Service implements ConsoleService {
   }
 
   private readonly fleetApi = new FleetApi(this);
+  private readonly legacy = legacyHandlers({
+    now: () => this.now(),
+    visibleConnection: (id, caller) => this.visibleConnection(id, caller),
+    operatorPermission: (caller, conn, action) => this.operatorPermission(caller, conn, action),
+  });
 
   private readonly handlers: {
     [M in MethodName]: (p: ParsedParams<M>, caller: Caller) => Promise<Result<M>>;
@@ -385,40 +387,6 @@ class Service implements ConsoleService {
         await backend.close().catch(() => {});
       }
     },
-    'fleet.snapshot': async ({ connectionId, offset, limit, seq }, caller) => {
-      const conn = this.visibleConnection(connectionId, caller);
-      const model = conn.model;
-      if (model === null) {
-        const empty = {
-          connectionId,
-          rows: [],
-          seq: 0,
-          serverTime: Math.round(this.now()),
-          heartbeatsAsOf: null,
-        };
-        return limit === undefined ? empty : { ...empty, total: 0 };
-      }
-      if (limit === undefined) {
-        const snap = model.snapshot();
-        return {
-          connectionId,
-          rows: snap.rows,
-          seq: snap.seq,
-          serverTime: snap.serverTime,
-          heartbeatsAsOf: snap.heartbeatsAsOf,
-        };
-      }
-      const snap = conn.pagedSnapshot(model, seq);
-      const from = offset ?? 0;
-      return {
-        connectionId,
-        rows: snap.rows.slice(from, from + limit),
-        seq: snap.seq,
-        serverTime: snap.serverTime,
-        heartbeatsAsOf: snap.heartbeatsAsOf,
-        total: snap.rows.length,
-      };
-    },
     'lease.get': async ({ connectionId, workId }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
       const info = await conn.requireAdmin().get(workId);
@@ -457,78 +425,7 @@ class Service implements ConsoleService {
     },
     'lease.forceRelease': (params, caller) => this.operatorAction('force-release', params, caller),
     'lease.requestRelease': (params, caller) => this.operatorAction('request-release', params, caller),
-    'lease.forceReleaseMany': async ({ connectionId, items, reason, operator }, caller) => {
-      const conn = this.visibleConnection(connectionId, caller);
-      const allowed = this.operatorPermission(caller, conn, 'force-release');
-      if (!allowed.allowed) throw new ForbiddenError(allowed.reason, { details: { connectionId } });
-      if (caller.via !== 'desktop' && operator !== undefined && operator !== caller.user) {
-        throw new ForbiddenError(
-          `the audit log records the signed-in user ('${caller.user}'); another operator name is refused`,
-          { details: { connectionId } },
-        );
-      }
-      const admin = conn.requireAdmin();
-      const batchId = `b_${randomBytes(9).toString('base64url')}`;
-      const who = caller.via === 'desktop' ? (operator ?? caller.user) : caller.user;
-      const results: BulkResult[] = new Array(items.length);
-      // A few at a time: bounded load on the backend, each row its own compare-and-set.
-      let next = 0;
-      const worker = async (): Promise<void> => {
-        for (let i = next++; i < items.length; i = next++) {
-          const item = items[i]!;
-          try {
-            const info = await admin.forceRelease(item.workId, {
-              expectedToken: BigInt(item.expectedToken),
-              operator: who,
-              reason,
-              batchId,
-            });
-            conn.model?.applyInfo(info);
-            results[i] = { workId: item.workId, ok: true, row: toLeaseRow(info) };
-          } catch (err) {
-            const data = errorToData(err);
-            results[i] = {
-              workId: item.workId,
-              ok: false,
-              error: { code: data.code, message: data.message },
-            };
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(BULK_CONCURRENCY, items.length) }, worker));
-      conn.model?.wake();
-      return { batchId, results };
-    },
-    'fleet.export': async ({ connectionId, format, filter, offset, limit, seq, statusAt }, caller) => {
-      const conn = this.visibleConnection(connectionId, caller);
-      const model = conn.model;
-      if (model === null)
-        return { records: [], total: 0, nextOffset: null, seq: 0, statusAt: conn.statusNow() };
-      const snap = conn.pagedSnapshot(model, seq);
-      // A later page of the same snapshot keeps the first page's time: one status per row per file.
-      const at =
-        offset > 0 && seq === snap.seq && statusAt !== undefined
-          ? statusAt
-          : conn.statusNow(snap.heartbeatsAsOf);
-      const statuses =
-        filter.statuses !== undefined && filter.statuses.length > 0 ? new Set(filter.statuses) : null;
-      const records: string[] = [];
-      const end = Math.min(snap.rows.length, offset + limit);
-      for (let i = offset; i < end; i++) {
-        const row = snap.rows[i]!;
-        if (!textMatches(filter, row)) continue;
-        const status = leaseStatus(row, at, conn.input.thresholds);
-        if (statuses !== null && !statuses.has(status)) continue;
-        records.push(fleetRecord(format, conn.input.name, row, status));
-      }
-      return {
-        records,
-        total: snap.rows.length,
-        nextOffset: end < snap.rows.length ? end : null,
-        seq: snap.seq,
-        statusAt: at,
-      };
-    },
+    ...this.legacy,
     'audit.export': async ({ connectionId, format, workId, search, limit }, caller) => {
       const conn = this.visibleConnection(connectionId, caller);
       const entries = await conn.requireAdmin().audit(workId === undefined ? { limit } : { workId, limit });

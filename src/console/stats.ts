@@ -110,6 +110,20 @@ export class RateRecorder {
     this.recordTransition(undefined, row);
   }
 
+  /** {@link seedFromRow} from a row's fields alone (a snapshot builds no row object). */
+  seed(
+    acquiredAt: number,
+    predecessorEnd: LeaseRow['predecessorEnd'],
+    ended: LeaseRow['ended'],
+    releasedAt: number | null,
+  ): void {
+    this.add('acquires', acquiredAt);
+    if (predecessorEnd === 'expired' || predecessorEnd === 'force-released')
+      this.add('takeovers', acquiredAt);
+    if (ended !== null)
+      this.add(ended === 'released' ? 'releases' : 'forceReleases', releasedAt ?? acquiredAt);
+  }
+
   /**
    * One point per minute for the last `minutes` minutes (at most the retention), oldest first,
    * ending with the minute holding `serverNow`.

@@ -292,9 +292,35 @@ export interface ChangeOptions {
   limit?: number;
 }
 
+/** How a lease's status is judged (the console's thresholds). */
+export interface StatusThresholds {
+  /** Expiring when less than this fraction of its ttl is left (0..1). */
+  expiringFraction: number;
+  /** Stuck when renewed but without progress (acquire or checkpoint) for this long, ms. */
+  stuckAfterMs: number;
+}
+
+/** Counts by status of every work item `list` returns, judged at the server time `at`. */
+export interface StatusCounts {
+  at: Date;
+  total: number;
+  byStatus: Record<'live' | 'expiring' | 'expired' | 'released' | 'stuck' | 'force-released', number>;
+}
+
 /** Operator-facing calls: reading the fleet, force-release, audit, pruning, the change feed. */
 export interface LeaseAdmin {
   get(workId: string): Promise<LeaseInfo | null>;
+  /**
+   * Optional: the leases of many work items in one round trip (one statement on PostgreSQL and
+   * PGlite, one pipeline of HMGETs on Redis), in the order asked, null where there is none. At most
+   * 10 000 ids. What the console's heartbeat checks read (issue 43).
+   */
+  getMany?(workIds: readonly string[]): Promise<Array<LeaseInfo | null>>;
+  /**
+   * Optional: the whole fleet's counts by console status, judged at the server's clock `at`, in one
+   * aggregate statement (PostgreSQL and PGlite). What the console shows while its index loads.
+   */
+  countByStatus?(thresholds: StatusThresholds): Promise<StatusCounts>;
   /** Pages ordered by work id; a work item that exists for the whole walk is listed exactly once. */
   list(options?: ListOptions): Promise<LeasePage>;
   /** How many work items `list` with these filters would return in all (pages of `ls --limit` say "N of M"). */

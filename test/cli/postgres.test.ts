@@ -231,6 +231,30 @@ describe('worklease ls --limit and the URL grammar', () => {
     );
   });
 
+  it('ls --status --limit counts the total on the server by status and reads only the pages it shows', async () => {
+    // Ended leases keep their status whatever the time: the same fleet gives the same total twice.
+    for (const id of ['zz/ended-1', 'zz/ended-2'])
+      await backend.release(await backend.acquire(id, 'w-ended', 60_000));
+    const all = await run(['ls', `${PG_URL}?schema=${ns}`, '--status', 'released,force-released']);
+    expect(all.code).toBe(0);
+    const n = Number(/^(\d+) leases? /m.exec(all.stdout.trim().split('\n').at(-1)!)?.[1]);
+    expect(n).toBeGreaterThan(1);
+    const limited = await run([
+      'ls',
+      `${PG_URL}?schema=${ns}`,
+      '--status',
+      'released,force-released',
+      '--limit',
+      '1',
+    ]);
+    expect(limited.code).toBe(0);
+    const lines = limited.stdout.trim().split('\n');
+    expect(lines.at(-1)).toMatch(
+      new RegExp(`^1 of ${n} leases \\(first 1 by work id\\) \\((released|force-released) 1\\)`),
+    );
+    expect(lines[1]!.split(/\s+/)[0]).toBe(all.stdout.trim().split('\n')[1]!.split(/\s+/)[0]);
+  });
+
   it('refuses an unknown URL option with exit 2, naming the known ones', async () => {
     const r = await run(['ls', `${PG_URL}?shema=${ns}`]);
     expect(r.code).toBe(2);

@@ -84,7 +84,8 @@ describe('console service on PGlite', () => {
     await backend.renew(a, 60_000);
     const model = service.model(rw)!;
     await model.caughtUp();
-    // The renew: from the feed today, from the model's own sweep once the feed carries ownership changes only.
+    // The renew is not in the feed: a heartbeat check reads it, as job-a is in view (issue 43).
+    model.setVisible(() => ['job-a']);
     await model.swept();
     const snap = await call(service, 'fleet.snapshot', { connectionId: rw });
     expect(snap.rows.map((r) => r.workId).sort()).toEqual(['job-a', 'job-b']);

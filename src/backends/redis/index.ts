@@ -62,6 +62,7 @@ import { createClient, parseRedisUrl, type RedisClient, type RedisTarget } from 
 import { withTlsHint } from './diagnose.ts';
 import { classifyRedisError } from './errors.ts';
 import { ChangeWatch, changeCursor, changes } from './feed.ts';
+import { getMany } from './get-many.ts';
 import * as history from './history.ts';
 import { Layout } from './layout.ts';
 import { count, list } from './listing.ts';
@@ -360,6 +361,10 @@ class RedisDriver implements LeaseDriver {
     ]);
     const info = packed === null ? null : parsePacked(workId, packed);
     return info === null ? null : history.withHold(info, held);
+  }
+
+  getMany(workIds: readonly string[]): Promise<Array<LeaseInfo | null>> {
+    return getMany(this.io, workIds);
   }
 
   count(workIdPrefix: string | undefined, holderId: string | undefined): Promise<number> {

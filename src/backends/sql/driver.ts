@@ -22,6 +22,8 @@ import type {
   LeasePage,
   LeaseRecord,
   StatePage,
+  StatusCounts,
+  StatusThresholds,
 } from '../../lease/types.ts';
 import {
   type DriverListOptions,
@@ -53,6 +55,7 @@ import {
   toDate,
 } from './rows.ts';
 import { buildStatements, endedChannel, INFO_COLUMNS, type Statements } from './statements.ts';
+import { STATUS_CODE_NAMES, statusCountsStatement } from './status-counts.ts';
 
 /** Positions in the text rows of `changes` (see statements.ts): the LeaseInfo columns follow these. */
 const CHANGE_SNAP_XMIN = 0;
@@ -104,6 +107,7 @@ export class SqlLeaseDriver implements LeaseDriver {
   readonly #client: SqlClient;
   readonly #sql: Statements;
   readonly #count: Statement;
+  readonly #statusCounts: Statement;
   readonly #schema: string;
   readonly #history: SqlHistory;
   /** The server's clock, for acquire deadlines (see {@link ServerClock}). */
@@ -117,6 +121,7 @@ export class SqlLeaseDriver implements LeaseDriver {
     this.#sql = buildStatements(schema, { serverVersionNum });
     this.#count = countStatement(schema);
     this.#history = new SqlHistory(client, this.#sql);
+    this.#statusCounts = statusCountsStatement(schema, serverVersionNum >= 140000);
   }
 
   async acquire(
@@ -259,6 +264,16 @@ export class SqlLeaseDriver implements LeaseDriver {
     return rows[0] === undefined ? null : leaseInfoFromText(rows[0], 0);
   }
 
+  async getMany(workIds: readonly string[]): Promise<Array<LeaseInfo | null>> {
+    const rows = await this.#client.queryText(this.#sql.getMany, [workIds]);
+    const byId = new Map<string, LeaseInfo>();
+    for (const row of rows) {
+      const info = leaseInfoFromText(row, 0);
+      byId.set(info.workId, info);
+    }
+    return workIds.map((id) => byId.get(id) ?? null);
+  }
+
   async list(options: DriverListOptions): Promise<LeasePage> {
     const after = options.cursor === null ? undefined : decodeListCursor(options.cursor);
     const prefix = options.workIdPrefix === '' ? undefined : options.workIdPrefix;
@@ -289,6 +304,26 @@ export class SqlLeaseDriver implements LeaseDriver {
       holderId ?? null,
     ]);
     return Number(rows[0]?.n ?? 0);
+  }
+
+  async countByStatus(thresholds: StatusThresholds): Promise<StatusCounts> {
+    const rows = await this.#client.queryText(this.#statusCounts, [
+      thresholds.expiringFraction,
+      thresholds.stuckAfterMs,
+    ]);
+    const byStatus = { live: 0, expiring: 0, expired: 0, released: 0, stuck: 0, 'force-released': 0 };
+    let total = 0;
+    let at = Number.NaN;
+    for (const r of rows) {
+      at = Number(r[0]);
+      const name = STATUS_CODE_NAMES[Number(r[1])];
+      if (name === undefined) continue;
+      const n = Number(r[2]);
+      byStatus[name] = n;
+      total += n;
+    }
+    if (!Number.isSafeInteger(at)) throw new InternalError('unexpected server time in the status counts');
+    return { at: new Date(at), total, byStatus };
   }
 
   async forceRelease(

@@ -162,6 +162,8 @@ export interface Statements extends HistoryStatements {
   readCheckpoint: { name: string; text: string; hot: true };
   notifyEnd: { text: string };
   get: { name: string; text: string };
+  /** $1 text[] of work ids: their leases (any order). */
+  getMany: { name: string; text: string };
   readState: { text: string };
   serverTime: { name: string; text: string };
   forceRelease: { text: string };
@@ -209,6 +211,10 @@ RETURNING true AS live`,
     },
 
     get: { name: 'wl_get', text: `SELECT ${info()} FROM ${L} WHERE work_id = $1 AND last_op <> 'pruned'` },
+    getMany: {
+      name: 'wl_get_many',
+      text: `SELECT ${info()} FROM ${L} WHERE work_id = ANY($1::text[]) AND last_op <> 'pruned'`,
+    },
 
     // $1 work_id, $2 offset (0-based), $3 length. substring() is 1-based.
     readState: {

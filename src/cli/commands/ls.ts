@@ -72,6 +72,23 @@ export async function listFirst(backend: LeaseBackend, filter: Filter, limit: nu
   return items;
 }
 
+/** The first `limit` leases (by work id) that `match`, reading pages only until they are found. */
+async function listMatching<T>(
+  backend: LeaseBackend,
+  limit: number,
+  match: (info: LeaseInfo) => boolean,
+  withStatus: (items: LeaseInfo[]) => T[],
+): Promise<T[]> {
+  const items: LeaseInfo[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await backend.admin.list({ cursor, limit: 1000 });
+    for (const info of page.items) if (items.length < limit && match(info)) items.push(info);
+    cursor = page.nextCursor;
+  } while (cursor !== null && items.length < limit);
+  return withStatus(items);
+}
+
 /** Every lease matching the filters, page by page. */
 export async function listAll(
   backend: LeaseBackend,
@@ -120,6 +137,26 @@ export async function lsCommand(
         listFirst(backend, filter, options.limit).then(withStatus),
         backend.admin.count(filterOptions(filter)),
       ]);
+    } else if (
+      options.limit !== undefined &&
+      wanted !== null &&
+      filter.holderId === undefined &&
+      filter.workIdPrefix === undefined &&
+      backend.admin.countByStatus !== undefined
+    ) {
+      // PostgreSQL and PGlite count by status on the server (one aggregate statement, judged at the
+      // server's clock one round trip from `serverNow`): only the pages up to `limit` matches are read.
+      const [first, counts] = await Promise.all([
+        listMatching(
+          backend,
+          options.limit,
+          (info) => wanted.has(leaseStatus(rowTimes(info), serverNow, thresholds)),
+          withStatus,
+        ),
+        backend.admin.countByStatus(thresholds),
+      ]);
+      rows = first;
+      total = [...wanted].reduce((sum, s) => sum + counts.byStatus[s], 0);
     } else {
       // Statuses are derived here (against the server clock), so a status filter needs every row.
       rows = withStatus(await listAll(backend, filter)).filter(

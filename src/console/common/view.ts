@@ -96,7 +96,18 @@ export type ViewCounts = z.infer<typeof ViewCountsSchema>;
  * so far of about `estimate` (the backend's count when it has one, else null). Every total and
  * count of such an answer is a lower bound and must be shown as loading, never as a total.
  */
-export const ViewLoadingSchema = z.strictObject({ read: ms, estimate: ms.nullable() }).nullable();
+export const ViewLoadingSchema = z
+  .strictObject({
+    read: ms,
+    estimate: ms.nullable(),
+    /**
+     * The whole fleet's counts by status from one aggregate read of the backend (PostgreSQL and
+     * PGlite), exact at backend time `at` and not after: show them with their age (statusAt - at),
+     * apart from the index's counts. Absent until the backend answered, and where it cannot count.
+     */
+    counted: z.strictObject({ at: ms, total: ms, byStatus: z.record(LeaseStatusSchema, ms) }).optional(),
+  })
+  .nullable();
 
 export const ViewResultSchema = z.strictObject({
   connectionId,
@@ -143,7 +154,7 @@ export const ClientMessageSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('view.unwatch'), watchId: WatchIdSchema }),
 ]);
 export type ClientMessage = z.input<typeof ClientMessageSchema>;
-export const MAX_WATCHES = 8;
+export const MAX_WATCHES = 32;
 
 /** Pushed to the subscribing client only. */
 export const ViewEventSchema = z.strictObject({

@@ -44,6 +44,10 @@ export class FleetRows {
     return old;
   }
 
+  get thresholdsNow(): Thresholds {
+    return this.thresholds;
+  }
+
   setThresholds(thresholds: Thresholds): void {
     this.thresholds = thresholds;
     this.store.setThresholds(thresholds);
@@ -69,9 +73,10 @@ export class FleetRows {
     const store = this.store;
     const slot = store.find(info.workId);
     if (slot >= 0 && !this.newer(info, slot, store)) return;
-    store.set(info);
+    store.set(info, slot);
     if (old === null) {
-      this.rates.seedFromRow(toLeaseRow(info));
+      const released = info.releasedAt === null ? null : info.releasedAt.getTime();
+      this.rates.seed(info.acquiredAt.getTime(), info.predecessorEnd, info.ended, released);
       return;
     }
     const prev = old.find(info.workId);
@@ -123,7 +128,7 @@ export class FleetRows {
     if (slot >= 0 && !this.newer(info, slot, store)) return false;
     const prevRow = slot >= 0 ? store.cols.row(slot) : undefined;
     const prevCounts = slot >= 0 ? store.cols.handoffsOf(slot) : undefined;
-    store.set(info);
+    store.set(info, slot);
     const row = toLeaseRow(info);
     this.pendingUpserts.set(info.workId, row);
     this.pendingRemoved.delete(info.workId);

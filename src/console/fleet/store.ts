@@ -66,9 +66,9 @@ export class FleetStore {
     return this.byWorkId.lookup((s) => byString(ids[s]!, workId));
   }
 
-  /** Inserts or replaces the row of `info.workId`; returns its slot. */
-  set(info: LeaseInfo): number {
-    let slot = this.find(info.workId);
+  /** Inserts or replaces the row of `info.workId` (`known`: its slot, -1 for none, when just looked up). */
+  set(info: LeaseInfo, known?: number): number {
+    let slot = known ?? this.find(info.workId);
     if (slot < 0) {
       slot = this.cols.allocate();
       this.ensure();

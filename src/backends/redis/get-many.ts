@@ -1,0 +1,30 @@
+/**
+ * Many leases in one round trip (LeaseAdmin.getMany): one HMGET of the packed leases per bucket
+ * the ids fall in, all sent at once (the connection pipelines them), no script. What the console's
+ * heartbeat checks read (issue 43). Not atomic, and need not be: each row is as stored when read.
+ */
+import type { LeaseInfo } from '../../lease/types.ts';
+import { parsePacked } from './packed.ts';
+import type { Nullable, Sender } from './send.ts';
+
+export async function getMany(io: Sender, workIds: readonly string[]): Promise<Array<LeaseInfo | null>> {
+  const L = io.layout;
+  const byBucket = new Map<number, number[]>();
+  workIds.forEach((id, i) => {
+    const b = L.bucketOf(id);
+    const list = byBucket.get(b);
+    if (list === undefined) byBucket.set(b, [i]);
+    else list.push(i);
+  });
+  const out = new Array<LeaseInfo | null>(workIds.length).fill(null);
+  await Promise.all(
+    [...byBucket].map(async ([b, indexes]) => {
+      const packed = await io.send<Nullable[]>('get', 'hmget', [L.m[b]!, ...indexes.map((i) => workIds[i]!)]);
+      indexes.forEach((i, k) => {
+        const p = packed[k];
+        out[i] = p === null || p === undefined ? null : parsePacked(workIds[i]!, p);
+      });
+    }),
+  );
+  return out;
+}
