@@ -459,7 +459,7 @@ export class FleetModel {
         delay = Math.min(delay, this.heartbeatMs);
       } catch (err) {
         if (this.closed) break;
-        if (hasCode(err, 'DATASET_LOST')) this.datasetLost();
+        if (hasCode(err, 'DATASET_LOST')) this.datasetLost(err);
         const unavailable = hasCode(err, 'BACKEND_UNAVAILABLE');
         // A final error (schema mismatch, a cursor the backend no longer
         // understands, a bug) is not cured by retrying the same cursor: the next
@@ -552,8 +552,22 @@ export class FleetModel {
   }
 
   /** The backend lost its data: nothing the index holds is current any more. */
-  private datasetLost(): void {
+  private datasetLost(err: unknown): void {
     if (this.loadingValue !== null && this.fleet.store.size === 0) return;
+    // A Redis key prefix that lost some of its buckets (a Cluster shard back empty) keeps the rows:
+    // the connection shows the error and which shown items the lost buckets take, until recovered.
+    // A call's own refusal names one bucket; the next check (fleet/checks.ts) says whether all went.
+    const d = (
+      err as { details?: { bucket?: unknown; lost?: unknown; buckets?: unknown; metaLost?: unknown } }
+    ).details;
+    if (typeof d?.bucket === 'number') return;
+    if (
+      Array.isArray(d?.lost) &&
+      typeof d.buckets === 'number' &&
+      d.lost.length < d.buckets &&
+      d.metaLost !== true
+    )
+      return;
     this.fleet.replace(this.clock.serverNow());
     this.loadingValue = { read: 0, estimate: null };
     this.heartbeatsAsOfValue = null;
@@ -584,7 +598,7 @@ export class FleetModel {
         if (this.closed) break;
         failed = true;
         retryDelay = Math.min(this.heartbeatCheckMs, retryDelay * 2);
-        if (hasCode(err, 'DATASET_LOST')) this.datasetLost();
+        if (hasCode(err, 'DATASET_LOST')) this.datasetLost(err);
         // Rows stay as they are; the connection is not current until a check succeeds.
         this.checkFailure = err;
         this.refreshState();

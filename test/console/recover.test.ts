@@ -78,7 +78,8 @@ describe('a lost bucket in the console', () => {
     for (const key of L.keysOf(victim)) await redis.del(key);
     for (const w of inBucket) await redis.hdel(L.m[bucket]!, w);
     await redis.del(L.id[bucket]!);
-    // The change feed refuses the lost bucket: the connection says so, and keeps its rows.
+    // The next heartbeat check finds the lost bucket: the connection says so, and keeps its rows
+    // (only the lost bucket's items are gone; the panel names them).
     const failed = await until(
       'error state',
       () => {

@@ -1,9 +1,10 @@
 /**
- * Many leases in one round trip (LeaseAdmin.getMany): one HMGET of the packed leases per bucket
- * the ids fall in, all sent at once (the connection pipelines them), no script. What the console's
+ * Many leases in one round trip (LeaseAdmin.getMany): one HMGET of the packed leases and one of
+ * the holds per bucket the ids fall in, all sent at once (the connection pipelines them), no script. What the console's
  * heartbeat checks read (issue 43). Not atomic, and need not be: each row is as stored when read.
  */
 import type { LeaseInfo } from '../../lease/types.ts';
+import { withHold } from './history.ts';
 import { parsePacked } from './packed.ts';
 import type { Nullable, Sender } from './send.ts';
 
@@ -19,10 +20,15 @@ export async function getMany(io: Sender, workIds: readonly string[]): Promise<A
   const out = new Array<LeaseInfo | null>(workIds.length).fill(null);
   await Promise.all(
     [...byBucket].map(async ([b, indexes]) => {
-      const packed = await io.send<Nullable[]>('get', 'hmget', [L.m[b]!, ...indexes.map((i) => workIds[i]!)]);
+      const ids = indexes.map((i) => workIds[i]!);
+      const [packed, held] = await Promise.all([
+        io.send<Nullable[]>('get', 'hmget', [L.m[b]!, ...ids]),
+        io.send<Nullable[]>('get', 'hmget', [L.hold[b]!, ...ids]),
+      ]);
       indexes.forEach((i, k) => {
         const p = packed[k];
-        out[i] = p === null || p === undefined ? null : parsePacked(workIds[i]!, p);
+        const info = p === null || p === undefined ? null : parsePacked(workIds[i]!, p);
+        out[i] = info === null ? null : withHold(info, held[k]);
       });
     }),
   );

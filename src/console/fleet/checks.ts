@@ -14,6 +14,7 @@
  * Checks start every `intervalMs` (2 s) at every fleet size; a failing one is retried at most
  * `intervalMs` later, so checks resume within one interval after the backend recovers.
  */
+import { DatasetLostError } from '../../lease/errors.ts';
 import type { LeaseAdmin, LeaseInfo } from '../../lease/types.ts';
 
 /** Work ids per `getMany` call. */
@@ -56,6 +57,7 @@ export async function runCheck(
 ): Promise<{ asOf: number; rows: number; moved: number } | null> {
   const generation = target.generation;
   const asOf = (await target.admin.serverTime()).getTime();
+  await confirmDataset(target.admin);
   const ids = new Set(target.due(asOf));
   let extra = 0;
   for (const id of target.visible()) {
@@ -71,4 +73,22 @@ export async function runCheck(
     for (const info of infos) if (info !== null && target.apply(info, generation)) moved++;
   }
   return { asOf, rows: list.length, moved };
+}
+
+/**
+ * Where the backend can tell (Redis: `datasetLoss`, one read of each bucket's dataset id), a
+ * check fails DATASET_LOST when a bucket lost its data. A check reads only due and visible rows,
+ * so without this a shard that came back empty would go unnoticed until one of its leases fell
+ * due. The connection then shows the error (and, for a lost shard, which shown items it takes).
+ */
+async function confirmDataset(admin: LeaseAdmin): Promise<void> {
+  if (typeof admin.datasetLoss !== 'function') return;
+  const loss = await admin.datasetLoss([]);
+  if (loss.lost.length === 0 && !loss.metaLost) return;
+  throw new DatasetLostError(
+    `the key prefix '${loss.keyPrefix}' lost bucket(s) ${loss.lost.join(', ')}${loss.metaLost ? ' and its meta key' : ''}: their work items fail DATASET_LOST until \`worklease recover\` (or the console's Recover) re-initialises them`,
+    {
+      details: { keyPrefix: loss.keyPrefix, lost: loss.lost, buckets: loss.buckets, metaLost: loss.metaLost },
+    },
+  );
 }
