@@ -167,7 +167,7 @@ const SCREENS: Screen[] = [
   { name: 'stale-backend-down', open: (p) => inFleet(p, 'cache-down', p.locator('.stale-note'), 'as of') },
   { name: 'settings', open: (p) => inView(p, 'Settings', p.getByRole('heading', { name: 'About' })) },
   { name: 'shortcuts', shots: 'none', open: (p) => inFleet(p, MAIN, row(p, 'orders/text-1')).then(() => p.keyboard.press('?')).then(() => p.getByRole('dialog', { name: 'Keyboard shortcuts' }).waitFor()) },
-  { name: 'bulk-force-release', open: (p) => inFleet(p, MAIN, row(p, 'orders/text-1')).then(() => p.getByLabel('Work ID prefix').fill('orders/')).then(() => p.getByRole('button', { name: /^Force release \d+…$/ }).click()).then(() => p.getByRole('dialog', { name: /^Force release \d+ leases\?$/ }).waitFor()) },
+  { name: 'bulk-force-release', open: (p) => inFleet(p, MAIN, row(p, 'orders/text-1')).then(() => p.getByLabel('Work ID prefix').fill('orders/')).then(() => p.getByRole('button', { name: 'Force release…' }).click()).then(() => p.getByRole('dialog', { name: /^Force release \d+ leases\?$/ }).waitFor()) },
   { name: 'sign-in', signedOut: true, open: (p) => p.getByRole('form', { name: 'Sign in' }).waitFor({ timeout: 15_000 }) },
 ];
 

@@ -76,8 +76,13 @@ describe('request release from the console on postgres', () => {
     });
     page = await context.newPage();
     page.on('pageerror', (e) => pageErrors.push(e.message));
-    // Signed in by the shared token (a session cookie): every test opens addresses without it.
+    // Signed in by the shared token (a session cookie): every test opens addresses without it, so
+    // wait until the token in the address was exchanged for the session.
     await page.goto(consoleUt.server.url);
+    await page
+      .getByTestId('fleet-total')
+      .getByText(/leases · whole fleet:$/)
+      .waitFor({ timeout: 30_000 });
   });
 
   afterAll(async () => {
@@ -118,6 +123,8 @@ describe('request release from the console on postgres', () => {
     await visible(row(COOPERATES), 10_000);
     await page.keyboard.press('/');
     await page.keyboard.type('import-2026-12');
+    // The search runs on the server: Enter opens the match once the hint names it.
+    await hasText(page.locator('#fleet-search-hint'), `Enter opens ${COOPERATES}`);
     await page.keyboard.press('Enter');
     await hasText(details(), 'worker-node-7');
 
