@@ -84,16 +84,16 @@ export type ConnectionState = z.infer<typeof ConnectionStateSchema>;
 
 export const HeartbeatCheckSchema = z.strictObject({
   /**
-   * Backend time at the start of the last complete sweep; null before the first. Every row is at
-   * least as new as this moment, so statuses are judged at min(backend now, asOf): a lease is shown
-   * expired only once a sweep has confirmed that it ran out.
+   * Backend time at the start of the last complete heartbeat check; null before the first. Every
+   * lease due by then was re-read (src/console/fleet/checks.ts), so statuses are judged at
+   * min(backend now, asOf): a lease is shown expired only once a check has confirmed that it ran out.
    */
   asOf: ms.nullable(),
-  /** The interval sweeps run at now, ms: the configured one, longer where a sweep of this fleet is slow. */
+  /** The interval checks run at, ms (the same at every fleet size: a check reads only due and visible rows). */
   intervalMs: ms,
-  /** How long the last sweep took, ms; null before the first. */
+  /** How long the last check took, ms; null before the first. */
   lastMs: ms.nullable(),
-  /** Rows the last sweep read. */
+  /** Rows the last check read (the due and the visible ones). */
   lastRows: ms,
 });
 export type HeartbeatCheckWire = z.infer<typeof HeartbeatCheckSchema>;

@@ -118,6 +118,50 @@ export function ReasonField({ titleId, hint, value, onChange, inputRef }: Reason
   );
 }
 
+export interface ConfirmTypedFieldProps {
+  /** The field's id (its hint's id is `${id}-hint`). */
+  id: string;
+  label: string;
+  /** What to type, named for the hint: "the work id", "the key prefix". */
+  what: string;
+  /** The text that confirms. */
+  expected: string;
+  value: string;
+  onChange: (value: string) => void;
+  inputRef?: Ref<HTMLInputElement> | undefined;
+}
+
+/** An irreversible action confirmed by typing what it acts on. */
+export function ConfirmTypedField({
+  id,
+  label,
+  what,
+  expected,
+  value,
+  onChange,
+  inputRef,
+}: ConfirmTypedFieldProps) {
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <span className="field-hint" id={`${id}-hint`}>
+        Type {what} to confirm. Ctrl+Enter submits.
+      </span>
+      <input
+        id={id}
+        aria-describedby={`${id}-hint`}
+        type="text"
+        autoComplete="off"
+        spellCheck={false}
+        value={value}
+        onChange={(e) => onChange(e.target.value)}
+        aria-invalid={value !== '' && value !== expected}
+        ref={inputRef}
+      />
+    </div>
+  );
+}
+
 /** The CONFLICT explained in words, or any other error of the action as it came. */
 export function RefusalNotice({ conflict, error }: { conflict: string | null; error: Error | null }) {
   if (conflict !== null) {

@@ -13,7 +13,7 @@ import { useServices } from '../../app/context.tsx';
 import { ModalForm } from '../../app/ModalForm.tsx';
 import { useNow } from '../../lib/clock.ts';
 import { forceReleaseConflict } from '../fleet/conflict.ts';
-import { LeaseFacts, ReasonField, RefusalNotice } from '../fleet/LeaseActionParts.tsx';
+import { ConfirmTypedField, LeaseFacts, ReasonField, RefusalNotice } from '../fleet/LeaseActionParts.tsx';
 import { applyLeaseRow, refreshAfterConflict } from '../fleet/leaseCache.ts';
 
 export interface ForceReleaseDialogProps {
@@ -98,23 +98,15 @@ export function ForceReleaseDialog({
         withCheckpoint
         tokenLabel={fresh === null ? 'Token being fenced' : 'Token now'}
       />
-      <div className="field">
-        <label htmlFor={`${titleId}-work`}>Work ID</label>
-        <span className="field-hint" id={`${titleId}-work-hint`}>
-          Type the work id to confirm. Ctrl+Enter submits.
-        </span>
-        <input
-          id={`${titleId}-work`}
-          aria-describedby={`${titleId}-work-hint`}
-          type="text"
-          autoComplete="off"
-          spellCheck={false}
-          value={typed}
-          onChange={(e) => setTyped(e.target.value)}
-          aria-invalid={typed !== '' && typed !== row.workId}
-          ref={workRef}
-        />
-      </div>
+      <ConfirmTypedField
+        id={`${titleId}-work`}
+        label="Work ID"
+        what="the work id"
+        expected={row.workId}
+        value={typed}
+        onChange={setTyped}
+        inputRef={workRef}
+      />
       <ReasonField
         titleId={titleId}
         hint="Required; recorded in the audit log."

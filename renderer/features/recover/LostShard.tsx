@@ -13,7 +13,7 @@ import { useServices } from '../../app/context.tsx';
 import { usePermissions } from '../../app/hooks.ts';
 import { ModalForm } from '../../app/ModalForm.tsx';
 import { ErrorNotice } from '../../app/ui.tsx';
-import { ReasonField } from '../fleet/LeaseActionParts.tsx';
+import { ConfirmTypedField, ReasonField } from '../fleet/LeaseActionParts.tsx';
 
 const SHOWN_ITEMS = 20;
 
@@ -155,23 +155,15 @@ function RecoverDialog({
       </p>
       {done === undefined ? (
         <>
-          <div className="field">
-            <label htmlFor={`${titleId}-prefix`}>Key prefix</label>
-            <span className="field-hint" id={`${titleId}-prefix-hint`}>
-              Type the key prefix to confirm. Ctrl+Enter submits.
-            </span>
-            <input
-              id={`${titleId}-prefix`}
-              aria-describedby={`${titleId}-prefix-hint`}
-              type="text"
-              autoComplete="off"
-              spellCheck={false}
-              value={typed}
-              onChange={(e) => setTyped(e.target.value)}
-              aria-invalid={typed !== '' && typed !== loss.keyPrefix}
-              ref={prefixRef}
-            />
-          </div>
+          <ConfirmTypedField
+            id={`${titleId}-prefix`}
+            label="Key prefix"
+            what="the key prefix"
+            expected={loss.keyPrefix}
+            value={typed}
+            onChange={setTyped}
+            inputRef={prefixRef}
+          />
           <ReasonField
             titleId={titleId}
             hint="Required; recorded in the audit log."
